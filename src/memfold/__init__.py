@@ -1,0 +1,17 @@
+"""memfold: long-term memory for LLM agents — Markdown files as the source of truth,
+hybrid retrieval in Chinese and English, offline by default."""
+
+from .config import Settings, load_settings
+from .engine.memory import Memory
+from .errors import (ConfigError, InvalidInputError, MemfoldError, MemoryIndexError, NotFoundError, ProviderError,
+                     SecretRefusedError)
+from .models import AddResult, DailyNote, HistoryEntry, MemoryRecord, MemoryType, Message, Retrieval, SearchHit
+from .policy import Policy
+
+__version__ = "0.1.0"
+__all__ = [
+    "Memory", "Settings", "load_settings", "Policy",
+    "MemoryRecord", "MemoryType", "SearchHit", "Retrieval", "DailyNote", "HistoryEntry", "Message", "AddResult",
+    "MemfoldError", "ConfigError", "InvalidInputError", "MemoryIndexError", "NotFoundError", "ProviderError",
+    "SecretRefusedError",
+]

@@ -1,0 +1,1 @@
+"""Use cases: the only layer that combines workspace, index and providers."""

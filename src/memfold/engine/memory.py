@@ -1,0 +1,291 @@
+"""The ``Memory`` facade: wires workspace, index and providers from the settings."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings, load_settings
+from ..errors import InvalidInputError, NotFoundError, SecretRefusedError
+from ..index.base import Index, open_index
+from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
+                      SearchHit, utcnow)
+from ..policy import Policy, load_overrides
+from ..providers.embedder import Embedder, make_embedder
+from ..text.memory_markdown import clean_content
+from ..text.secrets import find_secret
+from ..text.terms import terms
+from ..workspace.userspace import Workspace, check_user_id
+from . import records as rec
+from .read import Retriever
+from .store import UserStore, daily_file
+from .write import WritePath
+
+log = logging.getLogger("memfold")
+FORGET_MIN_SIMILARITY = 0.6
+
+
+class Memory:
+    """Long-term memory for agents: Markdown files as the source of truth, a derived index.
+
+    ``Memory(root=...)``; every call takes ``user_id`` (default ``"default"``)."""
+
+    def __init__(self, root: str | Path | None = None, *, settings: Settings | None = None,
+                 embedder: Embedder | None = None, index: Index | None = None,
+                 policy: dict[str, Any] | None = None, language: str | None = None):
+        self.settings = settings or load_settings(root, **({"language": language} if language else {}))
+        self.workspace = Workspace(self.settings.root, self.settings.language)
+        self.embedder = embedder or make_embedder(self.settings.embedder)
+        self.index = index or open_index(self.settings, self.embedder.dim, self.embedder.name)
+        self._policy_args = policy or {}
+        self._base_policy = self.settings.base_policy()
+        self._policies: dict[str, Policy] = {}
+        self._stores: dict[str, UserStore] = {}
+        self._lock = threading.RLock()
+        self.writer = WritePath(self._store, self.policy)
+        self.retriever = Retriever(self._store, self.policy)
+        self.policy("default")  # validate argument overrides at construction
+
+    # ---- wiring ----------------------------------------------------------------------
+    def policy(self, user_id: str = "default") -> Policy:
+        """The effective policy of a namespace: defaults → config → policy_overrides.json → arguments."""
+        with self._lock:
+            pol = self._policies.get(user_id)
+            if pol is None:
+                space = self.workspace.user(check_user_id(user_id))
+                path = space.dir / "policy_overrides.json"
+                pol = self._base_policy.merged(load_overrides(path), str(path)).merged(self._policy_args, "arguments")
+                self._policies[user_id] = pol
+            return pol
+
+    def _store(self, user_id: str) -> UserStore:
+        with self._lock:
+            st = self._stores.get(user_id)
+            if st is None:
+                space = self.workspace.user(check_user_id(user_id))
+                st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
+            return st
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- workspace -----------------------------------------------------------------------
+    def init(self, user_id: str = "default", language: str | None = None) -> Path:
+        """Create the namespace's MEMORY.md and learnings.md from the templates (idempotent)."""
+        if language not in (None, "en", "zh"):
+            raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
+        st = self._store(user_id)
+        if language:
+            st.space.language = language
+        st.space.init(language)
+        st.sync()
+        return st.space.dir
+
+    def show(self, user_id: str = "default") -> str:
+        """The text of MEMORY.md (NotFoundError when the namespace has none)."""
+        return self._store(user_id).space.read(FILE_MEMORY)
+
+    # ---- write ---------------------------------------------------------------------------
+    def add(self, data: str | Sequence[Any], user_id: str = "default", *, memory_type: str | MemoryType | None = None,
+            importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
+            structured_data: dict[str, Any] | None = None, infer: bool = True,
+            source_ids: Sequence[str] = ()) -> AddResult:
+        """Store a text (one memory) or a list of chat messages (episodic turns + extracted memories)."""
+        return self.writer.add(data, user_id, memory_type=memory_type, importance=importance, agent_id=agent_id,
+                               session_id=session_id, structured_data=structured_data, infer=infer,
+                               source_ids=source_ids)
+
+    def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
+        """Append a bullet to today's daily note ``memory/YYYYMM/YYYYMMDD.md``."""
+        content = clean_content(text)
+        if not content:
+            raise InvalidInputError("a daily note needs non-empty text")
+        kind = find_secret(content)
+        if kind:
+            raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+        now = when or utcnow()
+        r = MemoryRecord(id=rec.new_id(), user_id=user_id, memory_type=MemoryType.NOTE, content=content,
+                         created_at=now, updated_at=now, file=daily_file(now))
+        st = self._store(user_id)
+        vec = self.embedder.embed([content])
+        st.append([r], vec, [HistoryEntry(r.id, user_id, "add", utcnow(), None, content, {"file": r.file})])
+        return r
+
+    def update(self, memory_id: str, user_id: str = "default", *, content: str | None = None,
+               importance: float | None = None, memory_type: str | MemoryType | None = None,
+               structured_data: dict[str, Any] | None = None) -> MemoryRecord:
+        old = self.get(memory_id, user_id)
+        new = old
+        if content is not None:
+            text = clean_content(content)
+            if not text:
+                raise InvalidInputError("new content is empty; use delete() to remove a memory")
+            kind = find_secret(text)
+            if kind:
+                raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+            new = new.with_(content=text)
+        if importance is not None:
+            if not 0.0 <= importance <= 1.0:
+                raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
+            new = new.with_(importance=float(importance))
+        if structured_data is not None:
+            new = new.with_(structured_data=dict(structured_data))
+        st = self._store(user_id)
+        if memory_type is not None:
+            t = MemoryType.parse(memory_type)
+            if old.file in (FILE_MEMORY, "learnings.md") and (t is MemoryType.SKILL) != (old.memory_type is MemoryType.SKILL):
+                raise InvalidInputError("a skill lives in learnings.md: delete and add it again to change its file")
+            new = new.with_(memory_type=t)
+        new = new.with_(updated_at=utcnow())
+        if old.file != EPISODIC and new.memory_type != old.memory_type:
+            st.rewrite(old, None, "update", {"moved": True})
+            st.append([new], None, [HistoryEntry(new.id, user_id, "update", utcnow(), old.content, new.content,
+                                                 {"type": new.memory_type.value})])
+            return self.get(memory_id, user_id)
+        st.rewrite(old, new, "update", {})
+        return self.get(memory_id, user_id)
+
+    def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
+        old = self.get(memory_id, user_id, include_archived=True)
+        self._store(user_id).rewrite(old, None, action, {})
+        return old
+
+    def forget(self, query_or_id: str, user_id: str = "default", *, dry_run: bool = False) -> list[MemoryRecord]:
+        """Delete a memory by id, or every memory that matches a query: all the query's terms appear
+        in it, or its meaning is close (cosine ≥ 0.6). Returns what was (or would be) deleted."""
+        st = self._store(user_id)
+        st.sync()
+        found = self.index.get(user_id, [query_or_id.strip()])
+        if found:
+            targets = found
+        else:
+            qt = set(terms(query_or_id, query=True))
+            hits = self.retriever.search(query_or_id, user_id, limit=50, record_access=False)
+            targets = []
+            for h in hits:
+                mt = set(terms(h.record.content))
+                cos = float(self.embedder.embed([h.record.content])[0] @ self.embedder.embed([query_or_id])[0])
+                if (qt and qt <= mt) or cos >= FORGET_MIN_SIMILARITY:
+                    targets.append(h.record)
+        if not dry_run:
+            for r in targets:
+                st.rewrite(r, None, "forget", {"query": query_or_id})
+        return targets
+
+    # ---- read ----------------------------------------------------------------------------
+    def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
+               memory_type: str | None = None, record_access: bool = True,
+               include_episodic: bool = True) -> list[SearchHit]:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("search needs a non-empty query; use retrieve(None) for the whole memory")
+        if limit is not None and limit < 1:
+            raise InvalidInputError(f"limit must be at least 1, got {limit}")
+        if memory_type is not None:
+            memory_type = MemoryType.parse(memory_type).value
+        return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
+                                     record_access=record_access, include_episodic=include_episodic)
+
+    def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval:
+        """Ranked memories plus recent daily notes; with no query the whole MEMORY.md (SPEC §5)."""
+        return self.retriever.retrieve(query, user_id, limit=limit)
+
+    def get(self, memory_id: str, user_id: str = "default", *, include_archived: bool = True) -> MemoryRecord:
+        st = self._store(user_id)
+        st.sync()
+        found = self.index.get(user_id, [memory_id])
+        if not found or (not include_archived and not found[0].is_active):
+            raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+        return found[0]
+
+    def get_all(self, user_id: str = "default", *, memory_type: str | None = None, include_archived: bool = False,
+                include_episodic: bool = True, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+        st = self._store(user_id)
+        st.sync()
+        if memory_type is not None:
+            memory_type = MemoryType.parse(memory_type).value
+        rows = self.index.list(user_id, active_only=not include_archived, memory_type=memory_type,
+                               limit=limit, offset=offset)
+        return [r for r in rows if include_episodic or r.file != EPISODIC]
+
+    def history(self, memory_id: str, user_id: str = "default") -> list[HistoryEntry]:
+        self._store(user_id).sync()
+        entries = self.index.history(user_id, memory_id)
+        if not entries:
+            raise NotFoundError(f"no history for memory {memory_id!r} of user {user_id!r}")
+        return entries
+
+    def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
+        return self.index.relations(user_id, memory_id)
+
+    def users(self) -> list[str]:
+        return sorted(set(self.workspace.user_ids()) | set(self.index.user_ids()))
+
+    def stats(self, user_id: str = "default") -> dict[str, Any]:
+        st = self._store(user_id)
+        st.sync()
+        out = self.index.stats(user_id)
+        mem = st.space.dir / FILE_MEMORY
+        out.update(user_id=user_id, memory_md_chars=len(mem.read_text(encoding="utf-8")) if mem.exists() else 0,
+                   files=st.space.memory_files(), backups=len(st.space.backups()),
+                   embedder=self.embedder.name, index=self.settings.index.backend)
+        return out
+
+    # ---- maintenance ---------------------------------------------------------------------
+    def reindex(self, user_id: str | None = None) -> dict[str, int]:
+        """Rebuild the file-backed index rows from the files (all namespaces when ``user_id`` is None)."""
+        users = [user_id] if user_id else self.users()
+        return {u: self._store(u).reindex() for u in users}
+
+    def export(self, user_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every record (archived ones too) as a dict, one namespace or all."""
+        for u in ([user_id] if user_id else self.users()):
+            self._store(u).sync()
+            offset = 0
+            while True:
+                rows = self.index.list(u, active_only=False, limit=1000, offset=offset)
+                if not rows:
+                    break
+                for r in rows:
+                    yield r.to_dict()
+                offset += len(rows)
+
+    def import_records(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Import exported records, keeping their ids; existing ids are replaced. Returns the count."""
+        batches: dict[str, list[MemoryRecord]] = {}
+        for n, d in enumerate(rows, 1):
+            try:
+                r = MemoryRecord.from_dict(d)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InvalidInputError(f"record {n} cannot be imported: {exc}") from exc
+            check_user_id(r.user_id)
+            if find_secret(r.content):
+                raise SecretRefusedError(f"record {n} ({r.id}) contains a secret; nothing was imported")
+            batches.setdefault(r.user_id, []).append(r)
+        total = 0
+        for u, recs in batches.items():
+            st = self._store(u)
+            existing = {r.id for r in self.index.get(u, [r.id for r in recs])}
+            for r in recs:
+                if r.id in existing:
+                    st.rewrite(self.index.get(u, [r.id])[0], None, "delete", {"by": "import"})
+            active = [r for r in recs if r.is_active]
+            st.append(active, None, [HistoryEntry(r.id, u, "add", utcnow(), None, r.content, {"by": "import"})
+                                     for r in active])
+            archived = [r for r in recs if not r.is_active]
+            if archived:
+                vecs = self.embedder.embed([rec.index_text(r) for r in archived])
+                self.index.upsert([rec.item(r, vecs[i]) for i, r in enumerate(archived)])
+            # access statistics are index-only: restore them as exported
+            self.index.upsert([rec.item(r, None) for r in active])
+            total += len(recs)
+        return total

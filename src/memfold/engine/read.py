@@ -1,0 +1,101 @@
+"""The read path (SPEC §5): keyword + vector candidates (2k each), weighted fusion,
+rescoring by similarity, recency of access and importance, then access statistics."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, SearchHit, utcnow
+from ..policy import Policy
+from ..providers.embedder import embed_query
+from ..text.terms import terms
+from ..workspace.userspace import daily_rel
+from .store import UserStore
+
+
+def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyword_weight: float
+         ) -> dict[str, tuple[float, float, float]]:
+    """Weighted score fusion: BM25 scaled by its maximum, cosine min-max scaled over the candidates.
+    Returns id -> (fused, keyword part, vector part)."""
+    out: dict[str, tuple[float, float, float]] = {}
+    kmax = max((s for _, s in keyword), default=0.0)
+    kw = {mid: (s / kmax if kmax > 0 else 0.0) for mid, s in keyword}
+    vs = [s for _, s in vector]
+    vmin, vmax = (min(vs), max(vs)) if vs else (0.0, 0.0)
+    span = vmax - vmin
+    vec = {mid: ((s - vmin) / span if span > 1e-9 else 1.0) for mid, s in vector}
+    for mid in kw.keys() | vec.keys():
+        k, v = kw.get(mid, 0.0), vec.get(mid, 0.0)
+        out[mid] = (keyword_weight * k + (1.0 - keyword_weight) * v, k, v)
+    return out
+
+
+class Retriever:
+    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy]):
+        self._store = store
+        self._policy = policy
+
+    def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
+               record_access: bool = True, include_episodic: bool = True, now: datetime | None = None
+               ) -> list[SearchHit]:
+        store = self._store(user_id)
+        pol = self._policy(user_id)
+        k = limit or pol.retrieve_limit
+        store.sync()
+        qterms = terms(query, query=True)
+        want = 2 * k if memory_type is None and include_episodic else 8 * k
+        keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
+        vector = store.index.vector_search(user_id, embed_query(store.embedder, [query])[0], want)
+        fused = fuse(keyword, vector, pol.fusion_keyword_weight)
+        records = {r.id: r for r in store.index.get(user_id, list(fused))}
+        now = now or utcnow()
+        hits: list[SearchHit] = []
+        for mid, (sim, kpart, vpart) in fused.items():
+            r = records.get(mid)
+            if r is None or not r.is_active:
+                continue
+            if memory_type is not None and r.memory_type.value != memory_type:
+                continue
+            if not include_episodic and r.file == EPISODIC:
+                continue
+            hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
+                                  keyword_score=kpart, vector_score=vpart))
+        hits.sort(key=lambda h: (-h.score, h.record.id))
+        hits = hits[:k]
+        if record_access and hits:
+            store.index.record_access(user_id, [h.record.id for h in hits], now)
+        return hits
+
+    @staticmethod
+    def _score(r: MemoryRecord, similarity: float, pol: Policy, now: datetime) -> float:
+        ref = r.last_accessed_at or r.created_at
+        days = max(0.0, (now - ref).total_seconds() / 86400.0)
+        return (pol.score_weight_similarity * similarity
+                + pol.score_weight_time * math.exp(-days / pol.decay_tau_days)
+                + pol.score_weight_importance * r.importance)
+
+    def recent_notes(self, user_id: str, days: int, now: datetime | None = None) -> list[DailyNote]:
+        """Daily notes of the last ``days`` days, oldest first, read from the index (no file reads)."""
+        store = self._store(user_id)
+        today = (now or datetime.now(timezone.utc)).date()
+        out = []
+        for back in range(days - 1, -1, -1):
+            rel = daily_rel(today - timedelta(days=back))
+            rows = store.index.list(user_id, file=rel)
+            if rows:
+                out.append(DailyNote(date=(today - timedelta(days=back)).isoformat(), path=rel,
+                                     text="\n".join(f"- {r.content}" for r in rows)))
+        return out
+
+    def retrieve(self, query: str | None, user_id: str, *, limit: int | None = None,
+                 record_access: bool = True) -> Retrieval:
+        pol = self._policy(user_id)
+        store = self._store(user_id)
+        if not query or not query.strip():
+            store.sync()
+            full = store.space.read(FILE_MEMORY) if (store.space.dir / FILE_MEMORY).exists() else ""
+            return Retrieval(hits=(), recent_notes=tuple(self.recent_notes(user_id, pol.recent_days)), full_text=full)
+        hits = self.search(query, user_id, limit=limit, record_access=record_access)
+        return Retrieval(hits=tuple(hits), recent_notes=tuple(self.recent_notes(user_id, pol.recent_days)))

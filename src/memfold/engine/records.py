@@ -1,0 +1,112 @@
+"""Conversions between memory-file entries, records and index items."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets as _secrets
+from datetime import date, datetime, time, timezone
+from typing import Any
+
+import numpy as np
+
+from ..index.base import IndexItem
+from ..models import MemoryRecord, MemoryType
+from ..text import memory_markdown as md
+from ..text.terms import fts_document
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def new_id() -> str:
+    return "".join(_secrets.choice(_ALPHABET) for _ in range(12))
+
+
+def meta_of(r: MemoryRecord, section: str) -> dict[str, Any]:
+    """Fields a bullet cannot show, written into its id comment (only non-defaults)."""
+    meta: dict[str, Any] = {}
+    if md.DEFAULT_TYPE_OF_SECTION.get(section) is not r.memory_type:
+        meta["type"] = r.memory_type.value
+    if abs(r.importance - 0.5) > 1e-9:
+        meta["importance"] = round(r.importance, 4)
+    if abs(r.confidence - 1.0) > 1e-9:
+        meta["confidence"] = round(r.confidence, 4)
+    if r.source_ids:
+        meta["src"] = list(r.source_ids)
+    if r.structured_data:
+        meta["data"] = r.structured_data
+    if r.agent_id:
+        meta["agent"] = r.agent_id
+    if r.source_session_id:
+        meta["session"] = r.source_session_id
+    meta["at"] = r.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return meta
+
+
+def render_record(r: MemoryRecord, lang: str) -> list[str]:
+    section = md.SECTION_OF_TYPE[r.memory_type] if r.file in ("MEMORY.md", "learnings.md") else "daily"
+    day = r.created_at.date().isoformat()
+    if section == "daily":
+        day = r.created_at.strftime("%Y-%m-%d %H:%M")
+    return md.render(r.id, day, r.content, meta_of(r, section), lang)
+
+
+def _parse_ts(v: Any) -> datetime | None:
+    if not isinstance(v, str):
+        return None
+    try:
+        t = datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def record_from_entry(e: md.Entry, entry_id: str, user_id: str, file: str, fallback_day: date | None) -> MemoryRecord:
+    meta = e.meta
+    created = _parse_ts(meta.get("at"))
+    if created is None:
+        day = fallback_day
+        if e.date:
+            try:
+                day = date.fromisoformat(e.date)
+            except ValueError:
+                day = fallback_day
+        created = datetime.combine(day or datetime.now(timezone.utc).date(), time(0), tzinfo=timezone.utc)
+    mtype = MemoryType.NOTE if not file.endswith(".md") or file.startswith("memory/") else e.memory_type
+    if file.startswith("memory/") and "type" in meta:
+        mtype = e.memory_type
+
+    def num(key: str, default: float) -> float:
+        try:
+            v = float(meta.get(key, default))
+        except (TypeError, ValueError):
+            return default
+        return min(1.0, max(0.0, v))
+
+    src = meta.get("src") or []
+    data = meta.get("data") or {}
+    return MemoryRecord(
+        id=entry_id, user_id=user_id, memory_type=mtype, content=e.content, created_at=created, updated_at=created,
+        importance=num("importance", 0.5), confidence=num("confidence", 1.0),
+        structured_data=data if isinstance(data, dict) else {},
+        source_ids=tuple(str(s) for s in src) if isinstance(src, list) else (),
+        agent_id=meta.get("agent") if isinstance(meta.get("agent"), str) else None,
+        source_session_id=meta.get("session") if isinstance(meta.get("session"), str) else None,
+        file=file,
+    )
+
+
+def content_hash(r: MemoryRecord) -> str:
+    """Hash of what a file holds for a record; a hand edit changes it."""
+    payload = json.dumps([r.memory_type.value, r.content, r.importance, r.confidence, list(r.source_ids),
+                          r.structured_data, r.agent_id], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha1(payload.encode("utf-8")).hexdigest()
+
+
+def index_text(r: MemoryRecord) -> str:
+    """The text that is embedded and keyword-indexed: the content plus its context."""
+    return f"{r.context}\n{r.content}" if r.context else r.content
+
+
+def item(r: MemoryRecord, vector: np.ndarray | None) -> IndexItem:
+    return IndexItem(record=r, vector=vector, terms=fts_document(index_text(r)), content_hash=content_hash(r))

@@ -1,0 +1,201 @@
+"""Persistence of one namespace: file first (atomic, locked), then the index; and
+reconciliation of the index with hand edits of the files."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from ..errors import NotFoundError
+from ..index.base import Index, IndexItem
+from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, HistoryEntry, MemoryRecord, MemoryType, utcnow
+from ..providers.embedder import Embedder
+from ..text import memory_markdown as md
+from ..workspace.userspace import UserSpace, daily_date, daily_rel
+from . import records as rec
+
+log = logging.getLogger("memfold")
+
+
+def file_for(r: MemoryRecord) -> str:
+    return FILE_LEARNINGS if r.memory_type is MemoryType.SKILL else FILE_MEMORY
+
+
+class UserStore:
+    def __init__(self, space: UserSpace, index: Index, embedder: Embedder, backup_keep: int):
+        self.space = space
+        self.index = index
+        self.embedder = embedder
+        self.backup_keep = backup_keep
+        self.user_id = space.user_id
+
+    # ---- reconciliation ----------------------------------------------------------------
+    def sync(self, force: bool = False) -> int:
+        """Bring the index in line with the files when they changed since we last saw them.
+        Returns how many index rows changed. Cheap (one stat per file) when nothing changed."""
+        changed = 0
+        files = set(self.space.memory_files())
+        if not force:
+            files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if self.index.file_state(self.user_id, f)}
+        stale = [f for f in sorted(files) if force or self._stat(f) != self.index.file_state(self.user_id, f)]
+        if not stale:
+            return 0
+        with self.space.lock:
+            for f in stale:
+                changed += self._reconcile_file(f)
+        return changed
+
+    def _stat(self, rel: str) -> tuple[int, int] | None:
+        st = self.space.stat(rel)
+        return (st.mtime_ns, st.size) if st else None
+
+    def _reconcile_file(self, rel: str) -> int:
+        state = self._stat(rel)
+        known = self.index.content_hashes(self.user_id, rel)
+        if state is None:
+            gone = list(known)
+            self._delete_rows(gone, "delete", {"reason": f"{rel} was removed"})
+            self.index.set_file_state(self.user_id, rel, None)
+            return len(gone)
+        text = self.space.read(rel)
+        entries = md.parse(text)
+        seen: set[str] = set()
+        stamped = False
+        new_lines: dict[int, tuple[md.Entry, str]] = {}
+        to_embed: list[MemoryRecord] = []
+        history: list[HistoryEntry] = []
+        fallback = daily_date(rel)
+        for e in entries:
+            eid = e.id
+            if eid is None or eid in seen:
+                eid = rec.new_id()
+                stamped = True
+            seen.add(eid)
+            r = rec.record_from_entry(e, eid, self.user_id, rel, fallback)
+            if e.id != eid:
+                new_lines[e.start] = (e, eid)
+            h = rec.content_hash(r)
+            if known.get(eid) == h:
+                continue
+            if eid in known:
+                old = self.index.get(self.user_id, [eid])
+                if old:
+                    r = r.with_(access_count=old[0].access_count, last_accessed_at=old[0].last_accessed_at,
+                                created_at=old[0].created_at, updated_at=utcnow())
+                    history.append(HistoryEntry(eid, self.user_id, "edit", utcnow(), old[0].content, r.content,
+                                                {"file": rel, "by": "hand"}))
+            else:
+                history.append(HistoryEntry(eid, self.user_id, "add", utcnow(), None, r.content,
+                                            {"file": rel, "by": "file"}))
+            to_embed.append(r)
+        if stamped:
+            lines = text.split("\n")
+            for start in sorted(new_lines, reverse=True):
+                e, eid = new_lines[start]
+                r = rec.record_from_entry(e, eid, self.user_id, rel, fallback)
+                day = e.date or (fallback.isoformat() if fallback else r.created_at.date().isoformat())
+                meta = rec.meta_of(r, e.section if rel != FILE_LEARNINGS else "skills")
+                lines[e.start: e.end] = md.render(eid, day, r.content, meta, self.space.language)
+            self.space.write(rel, "\n".join(lines), backup=False)
+            state = self._stat(rel)
+        gone = [i for i in known if i not in seen]
+        self._delete_rows(gone, "delete", {"file": rel, "by": "hand"})
+        self._index_records(to_embed)
+        self.index.append_history(history)
+        self.index.set_file_state(self.user_id, rel, state)
+        if to_embed or gone:
+            log.info("reconciled %s of %s: %d indexed, %d removed", rel, self.user_id, len(to_embed), len(gone))
+        return len(to_embed) + len(gone)
+
+    def _delete_rows(self, ids: Sequence[str], action: str, detail: dict) -> None:
+        if not ids:
+            return
+        olds = self.index.get(self.user_id, list(ids))
+        self.index.delete(self.user_id, list(ids))
+        self.index.append_history([HistoryEntry(o.id, self.user_id, action, utcnow(), o.content, None, detail)
+                                   for o in olds])
+
+    def _index_records(self, records: Sequence[MemoryRecord], vectors=None) -> None:  # type: ignore[no-untyped-def]
+        if not records:
+            return
+        if vectors is None:
+            vectors = self.embedder.embed([rec.index_text(r) for r in records])
+        self.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(records)])
+
+    # ---- writes ---------------------------------------------------------------------
+    def append(self, records: Sequence[MemoryRecord], vectors, history: Sequence[HistoryEntry]) -> None:  # type: ignore[no-untyped-def]
+        """Persist new records: their file lines first, then the index."""
+        by_file: dict[str, list[MemoryRecord]] = {}
+        for r in records:
+            by_file.setdefault(r.file, []).append(r)
+        with self.space.lock:
+            self.sync()
+            for rel, group in by_file.items():
+                if rel == EPISODIC:
+                    continue
+                text = self.space.read_or_template(rel)
+                if rel.startswith("memory/"):
+                    text = text.rstrip("\n") + "\n" + "\n".join(
+                        line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
+                else:
+                    sections: dict[str, list[str]] = {}
+                    for r in group:
+                        sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
+                            rec.render_record(r, self.space.language))
+                    for section, lines in sections.items():
+                        text = md.insert_lines(text, section, lines, self.space.language)
+                self.space.write(rel, text, backup=False)
+                self.index.set_file_state(self.user_id, rel, self._stat(rel))
+            self._index_records(records, vectors)
+            self.index.append_history(history)
+
+    def rewrite(self, record: MemoryRecord, new: MemoryRecord | None, action: str, detail: dict) -> None:
+        """Replace (``new``) or remove (``new=None``) the line of a file-backed record, with a backup."""
+        with self.space.lock:
+            self.sync()
+            if record.file != EPISODIC:
+                text = self.space.read(record.file)
+                entry = next((e for e in md.parse(text) if e.id == record.id), None)
+                if entry is None:
+                    raise NotFoundError(f"memory {record.id} is not in {record.file}")
+                lines = rec.render_record(new, self.space.language) if new is not None else []
+                text = md.replace_entry(text, entry, lines)
+                self.space.write(record.file, text, backup=True, keep=self.backup_keep)
+                self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
+            if new is None:
+                self.index.delete(self.user_id, [record.id])
+                self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
+                                                        None, detail)])
+            else:
+                vec = None if new.content == record.content and new.context == record.context else \
+                    self.embedder.embed([rec.index_text(new)])[0]
+                self.index.upsert([rec.item(new, vec)])
+                self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
+                                                        new.content, detail)])
+
+    def archive(self, record: MemoryRecord, superseded_by: str | None, detail: dict) -> MemoryRecord:
+        """Take a record out of the file and search, keeping it in the index as inactive (SPEC §4.4)."""
+        archived = record.with_(is_active=False, superseded_by=superseded_by, updated_at=utcnow())
+        with self.space.lock:
+            self.sync()
+            if record.file != EPISODIC:
+                text = self.space.read(record.file)
+                entry = next((e for e in md.parse(text) if e.id == record.id), None)
+                if entry is not None:
+                    self.space.write(record.file, md.replace_entry(text, entry, []), backup=True, keep=self.backup_keep)
+                    self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
+            self.index.upsert([IndexItem(record=archived)])
+            self.index.append_history([HistoryEntry(record.id, self.user_id, "archive", utcnow(), record.content,
+                                                    None, dict(detail, superseded_by=superseded_by))])
+        return archived
+
+    def reindex(self) -> int:
+        """Rebuild every file-backed row of the namespace from the files."""
+        with self.space.lock:
+            self.index.clear_files(self.user_id)
+            return self.sync(force=True)
+
+
+def daily_file(day: datetime | None = None) -> str:
+    return daily_rel((day or datetime.now(timezone.utc)).date())

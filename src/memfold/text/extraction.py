@@ -1,0 +1,102 @@
+"""Deterministic memory extraction for Chinese and English (SPEC §4.2, no LLM).
+
+Rules: explicit requests ("remember…", "记住…", "别忘了…"), preferences ("I like/prefer…",
+"我喜欢/偏好…"), attributes ("my X is Y", "我的X是Y"), commitments ("I will…", "提醒我…")
+and dated events. Each rule yields the sentence in the user's own words."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import MemoryType
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+
+_REMEMBER_EN = re.compile(r"^(?:please\s+|pls\s+)?(?:remember|don'?t forget|do not forget|note|keep in mind)"
+                          r"(?:\s+that)?[,:\s]+(.+)$", re.I)
+_REMEMBER_ZH = re.compile(r"^(?:请|请你|帮我)?(?:记住|记一下|记得|别忘了|不要忘了|不要忘记|别忘记)[：:，,\s]*(.+)$")
+_PREF_EN = re.compile(r"\b(?:I|we)\s+(?:really\s+|do\s+|also\s+|usually\s+|always\s+)*"
+                      r"(like|love|prefer|enjoy|adore|hate|dislike|can't stand|don't like|do not like)\s+(.+)", re.I)
+_PREF_ZH = re.compile(r"我(?:们)?(?:很|最|特别|比较|非常|更|一直|也|还是|通常)*(喜欢|爱喝|爱吃|爱|偏好|偏爱|讨厌|不喜欢|不爱|习惯)(.+)")
+_PREF_ZH2 = re.compile(r"(?:我的)?(.{1,12}?)偏好(?:是|为|：|:)(.+)")
+_ATTR_EN = re.compile(r"\bmy\s+([a-z][a-z' -]{0,40}?)\s+(?:is|are|was)\s+(.+)", re.I)
+_ATTR_ZH = re.compile(r"我的([^，。！？\s]{1,12}?)(?:是|叫|为)(.+)")
+_TODO_EN = re.compile(r"\b(?:I(?:'ll| will| need to| have to| must| should| promise| plan to|'m going to| am going to)"
+                      r"|remind me|don'?t let me forget|we(?:'ll| will| need to))\b", re.I)
+_TODO_ZH = re.compile(r"(?:我要|我会|我得|我需要|我打算|我计划|我准备|提醒我|答应|记得要|待办|截止)")
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_DATE_EN = re.compile(rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})"
+                      r"|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|tomorrow|tonight|yesterday|next (?:week|month|year|"
+                      r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|on (?:monday|tuesday|wednesday|thursday|"
+                      r"friday|saturday|sunday)|this (?:weekend|week|friday|saturday|sunday))\b", re.I)
+_DATE_ZH = re.compile(r"(?:\d{4}年|\d{1,2}月\d{1,2}[日号]|[一二三四五六七八九十\d]{1,3}月[一二三四五六七八九十\d]{1,3}[日号]|"
+                      r"(?:下|这|本|上)?(?:周|星期|礼拜)[一二三四五六日天]|明天|后天|今晚|昨天|下周|下个月|明年)")
+_QUESTION = re.compile(r"[?？]\s*$|^(?:what|when|where|who|why|how|do you|did you|can you|could you|is it|are you)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    memory_type: MemoryType
+    content: str
+    importance: float
+    structured_data: dict[str, Any] = field(default_factory=dict)
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT_SPLIT.split(text) if s and s.strip()]
+
+
+def classify(text: str) -> tuple[MemoryType, dict[str, Any]]:
+    """The type a free text most likely is, and what structure the rules could read from it."""
+    for pat, lang in ((_PREF_EN, "en"), (_PREF_ZH, "zh")):
+        m = pat.search(text)
+        if m:
+            verb = m.group(1).lower()
+            negative = verb in ("hate", "dislike", "can't stand", "don't like", "do not like", "讨厌", "不喜欢", "不爱")
+            return MemoryType.PREFERENCE, {"polarity": "dislike" if negative else "like",
+                                           "object": _trim(m.group(2))}
+    m = _PREF_ZH2.search(text)
+    if m:
+        return MemoryType.PREFERENCE, {"key": m.group(1).strip(), "value": _trim(m.group(2))}
+    if _TODO_EN.search(text) or _TODO_ZH.search(text):
+        data: dict[str, Any] = {}
+        when = _DATE_EN.search(text) or _DATE_ZH.search(text)
+        if when:
+            data["when"] = when.group(0)
+        return MemoryType.TODO, data
+    for pat in (_ATTR_EN, _ATTR_ZH):
+        m = pat.search(text)
+        if m:
+            return MemoryType.FACT, {"key": m.group(1).strip(), "value": _trim(m.group(2))}
+    when = _DATE_EN.search(text) or _DATE_ZH.search(text)
+    if when:
+        return MemoryType.EVENT, {"when": when.group(0)}
+    return MemoryType.NOTE, {}
+
+
+def _trim(s: str) -> str:
+    return s.strip().rstrip(".!。！，,;；").strip()
+
+
+def extract(text: str) -> list[Extracted]:
+    """Memories worth keeping from one user turn; [] for small talk and questions."""
+    out: list[Extracted] = []
+    for sent in sentences(text):
+        explicit = _REMEMBER_EN.match(sent) or _REMEMBER_ZH.match(sent)
+        if explicit:
+            body = _trim(explicit.group(1))
+            if body:
+                mtype, data = classify(body)
+                out.append(Extracted(mtype, body, 0.8, data))
+            continue
+        if _QUESTION.search(sent):
+            continue
+        mtype, data = classify(sent)
+        if mtype is MemoryType.NOTE:
+            continue
+        importance = {MemoryType.PREFERENCE: 0.7, MemoryType.TODO: 0.7, MemoryType.FACT: 0.6}.get(mtype, 0.5)
+        out.append(Extracted(mtype, _trim(sent), importance, data))
+    return out

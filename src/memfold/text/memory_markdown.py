@@ -1,0 +1,249 @@
+"""Parsing and rendering of memory files (MEMORY.md, learnings.md, daily notes).
+
+An entry is one dated bullet, optionally continued on lines indented by two spaces, that
+ends in an invisible id comment carrying the fields the Markdown cannot show::
+
+    - 2026-11-22: I prefer oat milk <!-- mf:k3v9q2m1x7 {"type":"pattern","importance":0.8} -->
+
+Bullets without a comment (typed by a person) are entries too; they get an id on the
+next write. Everything that is not an entry is kept byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import MemoryType
+
+SECTION_OF_TYPE = {
+    MemoryType.EVENT: "events",
+    MemoryType.PREFERENCE: "preferences",
+    MemoryType.PATTERN: "preferences",
+    MemoryType.TODO: "todos",
+    MemoryType.FACT: "notes",
+    MemoryType.NOTE: "notes",
+    MemoryType.SKILL: "skills",
+}
+DEFAULT_TYPE_OF_SECTION = {
+    "events": MemoryType.EVENT,
+    "preferences": MemoryType.PREFERENCE,
+    "todos": MemoryType.TODO,
+    "notes": MemoryType.NOTE,
+    "skills": MemoryType.SKILL,
+}
+HEADINGS = {
+    "zh": {"events": "重要事件", "preferences": "偏好与习惯", "todos": "待办与承诺", "notes": "笔记", "skills": "技能"},
+    "en": {"events": "Important Events", "preferences": "Preferences & Habits", "todos": "Todos & Commitments",
+           "notes": "Notes", "skills": "Skills"},
+}
+_HEADING_TO_SECTION = {h.lower(): key for lang in HEADINGS.values() for key, h in lang.items()}
+
+MEMORY_TEMPLATE = {
+    "zh": """# 🧠 记忆
+
+<!-- 重要的事情记在这里。这是你的长期记忆。 -->
+
+## 重要事件
+
+<!-- 值得记住的事情 -->
+
+## 偏好与习惯
+
+<!-- 从对话中观察到的主人的偏好 -->
+
+## 待办与承诺
+
+<!-- 答应过主人的事情、未完成的任务 -->
+
+## 笔记
+
+<!-- 其他值得记住的信息 -->
+
+---
+
+_记住重要的事，忘掉不重要的。定期整理，保持精炼。_
+""",
+    "en": """# 🧠 Memory
+
+<!-- Important things go here. This is your long-term memory. -->
+
+## Important Events
+
+<!-- Things worth remembering -->
+
+## Preferences & Habits
+
+<!-- The user's preferences observed in conversation -->
+
+## Todos & Commitments
+
+<!-- Promises made to the user, unfinished tasks -->
+
+## Notes
+
+<!-- Other information worth remembering -->
+
+---
+
+_Remember what matters, forget what doesn't. Tidy regularly, keep it concise._
+""",
+}
+LEARNINGS_TEMPLATE = {
+    "zh": "# 📘 经验\n\n<!-- 成功的工具调用流程、技能与教训。 -->\n\n## 技能\n\n<!-- 验证过的做法 -->\n",
+    "en": "# 📘 Learnings\n\n<!-- Proven tool-call workflows, skills and lessons. -->\n\n## Skills\n\n<!-- Approaches that worked -->\n",
+}
+
+_BULLET = re.compile(r"^[-*] (?!\[[ xX]\] ?$)(.*)$")
+_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}))?\s*[:：]\s*")
+_ID_COMMENT = re.compile(r"\s*<!--\s*mf:([A-Za-z0-9_-]{4,40})(?:\s+(\{.*\}))?\s*-->\s*$")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One bullet of a memory file. ``start``/``end`` are line indexes (end exclusive)."""
+
+    id: str | None
+    section: str  # events | preferences | todos | notes | skills | other heading text
+    date: str | None
+    content: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    start: int = 0
+    end: int = 0
+
+    @property
+    def memory_type(self) -> MemoryType:
+        if "type" in self.meta:
+            try:
+                return MemoryType.parse(self.meta["type"])
+            except Exception:  # noqa: BLE001 - a hand-typed bad type falls back to the section's
+                pass
+        return DEFAULT_TYPE_OF_SECTION.get(self.section, MemoryType.NOTE)
+
+
+def section_key(heading: str) -> str:
+    return _HEADING_TO_SECTION.get(heading.strip().lower(), heading.strip())
+
+
+def parse(text: str) -> list[Entry]:
+    lines = text.split("\n")
+    entries: list[Entry] = []
+    section = "notes"
+    in_comment = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if in_comment:
+            in_comment = "-->" not in line
+            i += 1
+            continue
+        if line.lstrip().startswith("<!--") and "-->" not in line:
+            in_comment = True
+            i += 1
+            continue
+        h = _HEADING.match(line)
+        if h and len(h.group(1)) >= 2:
+            section = section_key(h.group(2))
+            i += 1
+            continue
+        m = _BULLET.match(line)
+        if not m:
+            i += 1
+            continue
+        start = i
+        parts = [m.group(1)]
+        i += 1
+        while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
+            parts.append(lines[i][2:])
+            i += 1
+        entries.append(_entry(parts, section, start, i))
+    return entries
+
+
+def _entry(parts: list[str], section: str, start: int, end: int) -> Entry:
+    last = parts[-1]
+    mid, meta = None, {}
+    c = _ID_COMMENT.search(last)
+    if c:
+        mid = c.group(1)
+        if c.group(2):
+            try:
+                loaded = json.loads(c.group(2))
+                meta = loaded if isinstance(loaded, dict) else {}
+            except json.JSONDecodeError:
+                meta = {}
+        parts = parts[:-1] + [last[: c.start()]]
+    first = parts[0]
+    date = None
+    d = _DATE.match(first)
+    if d:
+        date = d.group(1)
+        first = first[d.end():]
+    content = "\n".join([first] + parts[1:]).strip()
+    return Entry(id=mid, section=section, date=date, content=content, meta=meta, start=start, end=end)
+
+
+def clean_content(content: str) -> str:
+    """Content as it can be stored in a bullet: trimmed lines, no comment delimiters."""
+    content = content.replace("\r\n", "\n").replace("\r", "\n").replace("<!--", "<! --").replace("-->", "-- >")
+    lines = [ln.rstrip() for ln in content.strip().split("\n")]
+    return "\n".join(ln for ln in lines if ln.strip())
+
+
+def render(entry_id: str, date: str, content: str, meta: dict[str, Any], lang: str = "en") -> list[str]:
+    sep = "：" if lang == "zh" else ": "
+    lines = clean_content(content).split("\n")
+    comment = f"<!-- mf:{entry_id}"
+    if meta:
+        comment += " " + json.dumps(meta, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    comment += " -->"
+    out = [f"- {date}{sep}{lines[0]}"] + [f"  {ln}" for ln in lines[1:]]
+    out[-1] = f"{out[-1]} {comment}"
+    return out
+
+
+def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> str:
+    """``text`` with ``new_lines`` placed at the end of ``section`` (created when missing)."""
+    lines = text.split("\n")
+    entries = [e for e in parse(text) if e.section == section]
+    if entries:
+        at = entries[-1].end
+        return "\n".join(lines[:at] + new_lines + lines[at:])
+    # find the heading of the section
+    head = None
+    for idx, line in enumerate(lines):
+        h = _HEADING.match(line)
+        if h and len(h.group(1)) >= 2 and section_key(h.group(2)) == section:
+            head = idx
+            break
+    if head is None:
+        title = HEADINGS.get(lang, HEADINGS["en"]).get(section, section)
+        footer = next((idx for idx in range(len(lines) - 1, -1, -1) if lines[idx].strip() == "---"), None)
+        block = [f"## {title}", ""] + new_lines + [""]
+        if footer is None:
+            while lines and not lines[-1].strip():
+                lines.pop()
+            return "\n".join(lines + [""] + block)
+        return "\n".join(lines[:footer] + block + lines[footer:])
+    # skip the heading's blank lines and comment block, then insert
+    at = head + 1
+    while at < len(lines) and not lines[at].strip():
+        at += 1
+    if at < len(lines) and lines[at].lstrip().startswith("<!--"):
+        while at < len(lines) and "-->" not in lines[at]:
+            at += 1
+        at += 1
+        return "\n".join(lines[:at] + [""] + new_lines + lines[at:])
+    return "\n".join(lines[: head + 1] + [""] + new_lines + lines[head + 1 :])
+
+
+def replace_entry(text: str, entry: Entry, new_lines: list[str]) -> str:
+    lines = text.split("\n")
+    return "\n".join(lines[: entry.start] + new_lines + lines[entry.end :])
+
+
+def daily_header(date: str) -> str:
+    return f"# {date}\n\n"

@@ -1,0 +1,175 @@
+"""A workspace root and the per-user folders in it (SPEC §2)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+
+from ..errors import InvalidInputError, NotFoundError
+from ..models import FILE_LEARNINGS, FILE_MEMORY
+from ..text import memory_markdown as md
+from .files import FileLock, atomic_write
+
+_USER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
+_DAILY = re.compile(r"^memory/(\d{6})/(\d{8})\.md$")
+
+
+def check_user_id(user_id: str) -> str:
+    if not isinstance(user_id, str) or not _USER_ID.match(user_id) or ".." in user_id:
+        raise InvalidInputError(
+            f"invalid user_id {user_id!r}: use 1-128 letters, digits, '_', '-', '.', '@', starting with a letter or digit"
+        )
+    return user_id
+
+
+def daily_rel(day: date) -> str:
+    return f"memory/{day:%Y%m}/{day:%Y%m%d}.md"
+
+
+def daily_date(rel: str) -> date | None:
+    m = _DAILY.match(rel)
+    return datetime.strptime(m.group(2), "%Y%m%d").date() if m else None
+
+
+@dataclass(frozen=True)
+class FileStat:
+    mtime_ns: int
+    size: int
+
+
+class UserSpace:
+    """The folder of one namespace: MEMORY.md, learnings.md, daily notes, backups."""
+
+    def __init__(self, root: Path, user_id: str, language: str = "en"):
+        self.user_id = check_user_id(user_id)
+        self.dir = root / user_id
+        self.language = language
+        self.lock = FileLock(self.dir / ".lock")
+
+    # ---- paths -------------------------------------------------------------------
+    def path(self, rel: str) -> Path:
+        """Absolute path of a workspace-relative memory file; refuses anything outside the folder."""
+        if not rel or rel.startswith(("/", "\\")) or "\\" in rel:
+            raise InvalidInputError(f"invalid memory file path {rel!r}")
+        p = (self.dir / rel).resolve()
+        base = self.dir.resolve()
+        if base not in p.parents:
+            raise InvalidInputError(f"path {rel!r} is outside the memory folder of user {self.user_id!r}")
+        if rel not in (FILE_MEMORY, FILE_LEARNINGS) and not _DAILY.match(rel):
+            raise InvalidInputError(
+                f"{rel!r} is not a memory file; use MEMORY.md, learnings.md or memory/YYYYMM/YYYYMMDD.md"
+            )
+        return p
+
+    @property
+    def exists(self) -> bool:
+        return (self.dir / FILE_MEMORY).exists() or (self.dir / FILE_LEARNINGS).exists()
+
+    def memory_files(self) -> list[str]:
+        """Relative paths of all memory files that exist, MEMORY.md first."""
+        out = [rel for rel in (FILE_MEMORY, FILE_LEARNINGS) if (self.dir / rel).exists()]
+        mem = self.dir / "memory"
+        if mem.is_dir():
+            for p in sorted(mem.glob("[0-9]" * 6 + "/" + "[0-9]" * 8 + ".md")):
+                out.append(p.relative_to(self.dir).as_posix())
+        return out
+
+    def stat(self, rel: str) -> FileStat | None:
+        try:
+            st = (self.dir / rel).stat()
+        except FileNotFoundError:
+            return None
+        return FileStat(st.st_mtime_ns, st.st_size)
+
+    # ---- reading and writing -------------------------------------------------------
+    def init(self, language: str | None = None) -> bool:
+        """Create MEMORY.md and learnings.md from the templates; False when they existed."""
+        lang = language or self.language
+        created = False
+        with self.lock:
+            for rel, template in ((FILE_MEMORY, md.MEMORY_TEMPLATE), (FILE_LEARNINGS, md.LEARNINGS_TEMPLATE)):
+                p = self.dir / rel
+                if not p.exists():
+                    atomic_write(p, template[lang])
+                    created = True
+        return created
+
+    def read(self, rel: str) -> str:
+        p = self.path(rel)
+        try:
+            return p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFoundError(f"{rel} does not exist for user {self.user_id!r}") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{p} is not valid UTF-8: {exc}") from exc
+
+    def read_or_template(self, rel: str) -> str:
+        p = self.path(rel)
+        if p.exists():
+            return self.read(rel)
+        if rel == FILE_MEMORY:
+            return md.MEMORY_TEMPLATE[self.language]
+        if rel == FILE_LEARNINGS:
+            return md.LEARNINGS_TEMPLATE[self.language]
+        d = daily_date(rel)
+        return md.daily_header(d.isoformat() if d else rel)
+
+    def write(self, rel: str, text: str, *, backup: bool, keep: int = 20) -> None:
+        """Atomically replace a memory file; with ``backup`` the old MEMORY.md is copied first."""
+        p = self.path(rel)
+        with self.lock:
+            if backup and rel == FILE_MEMORY and p.exists():
+                self.backup(keep)
+            atomic_write(p, text if text.endswith("\n") else text + "\n")
+
+    def backup(self, keep: int) -> Path:
+        src = self.dir / FILE_MEMORY
+        bdir = self.dir / "backups"
+        bdir.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
+        dest = bdir / f"{stamp}_MEMORY.md"
+        n = 1
+        while dest.exists():
+            dest = bdir / f"{stamp}_{n}_MEMORY.md"
+            n += 1
+        atomic_write(dest, src.read_text(encoding="utf-8"))
+        self.prune_backups(keep)
+        return dest
+
+    def backups(self) -> list[Path]:
+        bdir = self.dir / "backups"
+        return sorted(bdir.glob("*_MEMORY.md"), key=lambda p: p.stat().st_mtime_ns) if bdir.is_dir() else []
+
+    def prune_backups(self, keep: int) -> None:
+        for old in self.backups()[:-keep] if keep > 0 else []:
+            old.unlink(missing_ok=True)
+
+
+class Workspace:
+    """The root folder: config.toml, index.db and one folder per user."""
+
+    def __init__(self, root: Path, language: str = "en"):
+        self.root = root
+        self.language = language
+        self._users: dict[str, UserSpace] = {}
+
+    def user(self, user_id: str) -> UserSpace:
+        us = self._users.get(user_id)
+        if us is None:
+            us = self._users[user_id] = UserSpace(self.root, user_id, self.language)
+        return us
+
+    def user_ids(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(
+            p.name for p in self.root.iterdir()
+            if p.is_dir() and _USER_ID.match(p.name) and ((p / FILE_MEMORY).exists() or (p / FILE_LEARNINGS).exists()
+                                                      or (p / "memory").is_dir())
+        )
+
+    def remove_tree(self, user_id: str) -> None:
+        shutil.rmtree(self.user(user_id).dir, ignore_errors=True)
