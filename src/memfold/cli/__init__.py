@@ -1,0 +1,1 @@
+"""The ``memfold`` command line."""

@@ -1,0 +1,77 @@
+"""Conversation files for ``memfold ingest``: a JSON list of messages, or LoCoMo-format
+conversations (``sample_id``, ``conversation`` with ``session_N`` turns and dates)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError
+
+_SESSION = re.compile(r"^session_(\d+)$")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One conversation to ingest: its namespace (or None = the caller's) and its sessions of messages."""
+
+    user_id: str | None
+    sessions: list[list[dict[str, Any]]]
+
+    @property
+    def n_messages(self) -> int:
+        return sum(len(s) for s in self.sessions)
+
+
+def parse_locomo_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' -> an aware datetime."""
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"):
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    raise InvalidInputError(f"unrecognised LoCoMo session date {text!r}")
+
+
+def locomo_sessions(conv: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The sessions of a LoCoMo ``conversation`` object as message lists, in session order;
+    every turn becomes a user message named by its speaker, stamped with its session's date."""
+    nums = sorted(int(m.group(1)) for k in conv if (m := _SESSION.match(k)))
+    out = []
+    for n in nums:
+        turns = conv.get(f"session_{n}") or []
+        date_text = conv.get(f"session_{n}_date_time")
+        when = parse_locomo_date(date_text) if date_text else None
+        msgs = []
+        for t in turns:
+            text = t.get("text", "")
+            if t.get("blip_caption"):
+                text = f"{text} [shares a photo: {t['blip_caption']}]"
+            msgs.append({"role": "user", "content": text, "name": t.get("speaker"), "turn_id": t.get("dia_id"),
+                         "timestamp": when.isoformat() if when else None})
+        out.append(msgs)
+    return out
+
+
+def load_conversation_file(path: Path) -> list[Conversation]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInputError(f"{path} does not exist") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{path} is not a JSON file: {exc}") from exc
+    if isinstance(data, dict) and "conversation" in data:
+        data = [data]
+    if isinstance(data, list) and data and all(isinstance(d, dict) and "conversation" in d for d in data):
+        return [Conversation(str(d.get("sample_id") or f"conv-{i}"), locomo_sessions(d["conversation"]))
+                for i, d in enumerate(data)]
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        data = data["messages"]
+    if isinstance(data, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in data):
+        return [Conversation(None, [data])]
+    raise InvalidInputError(
+        f"{path}: expected a JSON list of {{role, content}} messages or LoCoMo conversations")
