@@ -61,6 +61,9 @@ CREATE TABLE IF NOT EXISTS relations (
 CREATE TABLE IF NOT EXISTS files (
     user_id TEXT NOT NULL, file TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     PRIMARY KEY (user_id, file));
+CREATE TABLE IF NOT EXISTS state (
+    user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, kind, key));
 CREATE TABLE IF NOT EXISTS access_log (user_id TEXT NOT NULL, at TEXT NOT NULL, ids TEXT NOT NULL);
 """
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
@@ -337,6 +340,27 @@ class SqliteIndex:
     def user_ids(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
+
+    def put_state(self, user_id: str, kind: str, key: str, value: dict[str, Any]) -> None:
+        with self._lock, self._tx():
+            self._db.execute("INSERT OR REPLACE INTO state VALUES (?, ?, ?, ?, ?)",
+                             (user_id, kind, key, json.dumps(value, ensure_ascii=False),
+                              datetime.now(timezone.utc).isoformat()))
+
+    def get_state(self, user_id: str, kind: str, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM state WHERE user_id = ? AND kind = ? AND key = ?",
+                                   (user_id, kind, key)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def list_state(self, user_id: str, kind: str) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute(
+                "SELECT key FROM state WHERE user_id = ? AND kind = ? ORDER BY key", (user_id, kind))]
+
+    def delete_state(self, user_id: str, kind: str, key: str) -> None:
+        with self._lock, self._tx():
+            self._db.execute("DELETE FROM state WHERE user_id = ? AND kind = ? AND key = ?", (user_id, kind, key))
 
     def stats(self, user_id: str) -> dict[str, Any]:
         with self._lock:
