@@ -141,9 +141,14 @@ class WritePath:
 
     def _dedupe_and_persist(self, user_id: str, cands: list[Candidate]) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         store = self._store(user_id)
-        threshold = self._policy(user_id).dedupe_threshold
-        store.sync()
         vecs = store.embedder.embed([rec.index_text(c.record) for c in cands])
+        with store.space.lock:  # the duplicate check and the write must see the same state
+            store.sync()
+            return self._persist_locked(user_id, store, cands, vecs)
+
+    def _persist_locked(self, user_id: str, store: UserStore, cands: list[Candidate], vecs: np.ndarray
+                        ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+        threshold = self._policy(user_id).dedupe_threshold
         near = store.index.vector_search_many(user_id, vecs, 3)
         hit_ids = sorted({mid for row in near for mid, s in row if s >= threshold})
         existing = {r.id: r for r in store.index.get(user_id, hit_ids)}
