@@ -31,6 +31,8 @@ class Policy:
     decay_tau_days: float = 30.0
     fusion_keyword_weight: float = 0.5
     backup_keep: int = 20
+    context_window: int = 32768  # tokens the chat model accepts (sessions and build_context fit in it)
+    token_encoding: str = "o200k_base"  # toktok encoding used to count tokens
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,11 +69,20 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "decay_tau_days": (0.01, 36_500),
     "fusion_keyword_weight": (0.0, 1.0),
     "backup_keep": (1, 10_000),
+    "context_window": (512, 10_000_000),
+}
+# allowed values of the text keys
+CHOICES: dict[str, tuple[str, ...]] = {
+    "token_encoding": ("o200k_base", "cl100k_base", "o200k_harmony", "qwen3.5"),
 }
 
 
 def _coerce(key: str, raw: Any, typ: Any, source: str) -> Any:
     tname = typ if isinstance(typ, str) else typ.__name__
+    if key in CHOICES:
+        if not isinstance(raw, str) or raw not in CHOICES[key]:
+            raise ConfigError(f"policy key {key!r} in {source} must be one of {', '.join(CHOICES[key])}, got {raw!r}")
+        return raw
     if tname == "bool":
         if isinstance(raw, bool):
             return raw
