@@ -131,6 +131,7 @@ class UserStore:
             by_file.setdefault(r.file, []).append(r)
         with self.space.lock:
             self.sync()
+            written: list[str] = []
             for rel, group in by_file.items():
                 if rel == EPISODIC:
                     continue
@@ -146,9 +147,12 @@ class UserStore:
                     for section, lines in sections.items():
                         text = md.insert_lines(text, section, lines, self.space.language)
                 self.space.write(rel, text, backup=False)
-                self.index.set_file_state(self.user_id, rel, self._stat(rel))
+                written.append(rel)
             self._index_records(records, vectors)
             self.index.append_history(history)
+            # recorded last: a crash before this line leaves a stale state, so the next sync repairs the index
+            for rel in written:
+                self.index.set_file_state(self.user_id, rel, self._stat(rel))
 
     def rewrite(self, record: MemoryRecord, new: MemoryRecord | None, action: str, detail: dict) -> None:
         """Replace (``new``) or remove (``new=None``) the line of a file-backed record, with a backup."""
@@ -162,7 +166,6 @@ class UserStore:
                 lines = rec.render_record(new, self.space.language) if new is not None else []
                 text = md.replace_entry(text, entry, lines)
                 self.space.write(record.file, text, backup=True, keep=self.backup_keep)
-                self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
             if new is None:
                 self.index.delete(self.user_id, [record.id])
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
@@ -173,6 +176,8 @@ class UserStore:
                 self.index.upsert([rec.item(new, vec)])
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
                                                         new.content, detail)])
+            if record.file != EPISODIC:
+                self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
 
     def archive(self, record: MemoryRecord, superseded_by: str | None, detail: dict) -> MemoryRecord:
         """Take a record out of the file and search, keeping it in the index as inactive (SPEC §4.4)."""
@@ -184,10 +189,11 @@ class UserStore:
                 entry = next((e for e in md.parse(text) if e.id == record.id), None)
                 if entry is not None:
                     self.space.write(record.file, md.replace_entry(text, entry, []), backup=True, keep=self.backup_keep)
-                    self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
             self.index.upsert([IndexItem(record=archived)])
             self.index.append_history([HistoryEntry(record.id, self.user_id, "archive", utcnow(), record.content,
                                                     None, dict(detail, superseded_by=superseded_by))])
+            if record.file != EPISODIC:
+                self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
         return archived
 
     def reindex(self) -> int:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
+from ..workspace.files import FileLock
 from .base import IndexItem
 from .vectors import VectorMatrix
 
@@ -103,10 +104,12 @@ class SqliteIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=60000")
-            with self._tx():
+            # switching to WAL and creating the schema race between new processes: one at a time
+            with FileLock(self.path.with_name(self.path.name + ".init.lock")):
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with FileLock(self.path.with_name(self.path.name + ".init.lock")), self._tx():
                 for stmt in _SCHEMA.strip().split(";\n"):
                     if stmt.strip():
                         self._db.execute(stmt)

@@ -1,0 +1,74 @@
+"""Several processes writing at once lose nothing; a writer killed mid-write never tears a file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from memfold import Memory
+from memfold.text import memory_markdown as md
+
+WRITER = textwrap.dedent("""
+    import random, sys
+    from memfold import Memory
+    root, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    words = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier "
+             "canyon orchid falcon marble velvet thunder bamboo saddle comet walnut ember prism quartz").split()
+    rng = random.Random(name)
+    m = Memory(root=root)
+    for i in range(n if n > 0 else 10**9):
+        text = f"{name} {i}: " + " ".join(rng.choice(words) for _ in range(7))
+        m.add(text, "shared", memory_type="note", importance=0.5)
+        if n <= 0:
+            print(i, flush=True)
+    m.close()
+""")
+
+
+def _writer(root: Path, name: str, n: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(root), name, str(n)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_processes_adding_500_each_lose_nothing(root: Path, embedder):
+    procs = [_writer(root, name, 500) for name in ("w1", "w2")]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    entries = md.parse((root / "shared" / "MEMORY.md").read_text())
+    assert len(entries) == 1000
+    assert len({e.id for e in entries}) == 1000
+    assert {e.content.split(":")[0] for e in entries} == {f"w{w} {i}" for w in (1, 2) for i in range(500)}
+    mem = Memory(root=root, embedder=embedder)
+    assert mem.index.count("shared") == 1000
+    assert len(mem.get_all("shared")) == 1000
+    hit = mem.search(entries[123].content, "shared", limit=1)[0]
+    assert hit.record.id == entries[123].id
+    mem.close()
+
+
+def test_killed_writer_never_leaves_a_torn_memory_md(root: Path, embedder):
+    path = root / "shared" / "MEMORY.md"
+    for round_ in range(4):
+        p = _writer(root, f"k{round_}", 0)
+        # wait until it is writing, then kill it at an arbitrary moment
+        assert p.stdout is not None
+        for _ in range(3 + round_ * 2):
+            p.stdout.readline()
+        time.sleep(0.013 * round_)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        text = path.read_text()
+        assert text.rstrip().endswith("_Remember what matters, forget what doesn't. Tidy regularly, keep it concise._")
+        entries = md.parse(text)
+        assert all(e.id and e.content.startswith(f"k") for e in entries)
+        # reopening reconciles whatever the kill left between file and index
+        mem = Memory(root=root, embedder=embedder)
+        assert {r.id for r in mem.get_all("shared")} == {e.id for e in entries}
+        mem.close()

@@ -1,0 +1,66 @@
+"""Pure text functions: terms, memory-file Markdown, secrets, extraction."""
+
+from memfold.models import MemoryType
+from memfold.text import memory_markdown as md
+from memfold.text.extraction import classify, extract
+from memfold.text.secrets import find_secret, redact
+from memfold.text.terms import fts_query, terms
+
+
+def test_terms_cjk_bigrams_and_stemmed_words():
+    assert terms("我喜欢喝无糖拿铁") == ["我喜", "喜欢", "欢喝", "喝无", "无糖", "糖拿", "拿铁"]
+    assert terms("When is Project A due?") == ["project", "due"]
+    assert terms("running planned studies") == ["run", "plan", "study"]
+    # query bigrams made only of question particles are dropped
+    assert "什么" not in terms("咖啡偏好是什么", query=True)
+    assert fts_query("the of and") is None
+
+
+def test_memory_markdown_round_trip_keeps_meta_and_multiline():
+    text = md.MEMORY_TEMPLATE["en"]
+    lines = md.render("abc12345", "2026-01-02", "line one\nline two", {"type": "pattern", "importance": 0.9}, "en")
+    text = md.insert_lines(text, "preferences", lines, "en")
+    entries = md.parse(text)
+    assert len(entries) == 1
+    e = entries[0]
+    assert (e.id, e.date, e.content, e.memory_type) == ("abc12345", "2026-01-02", "line one\nline two",
+                                                        MemoryType.PATTERN)
+    assert e.meta["importance"] == 0.9
+    # the template's comments and footer are untouched
+    assert text.endswith(md.MEMORY_TEMPLATE["en"].split("---")[1])
+
+
+def test_zh_template_has_the_seed_sections():
+    t = md.MEMORY_TEMPLATE["zh"]
+    for heading in ("## 重要事件", "## 偏好与习惯", "## 待办与承诺", "## 笔记"):
+        assert heading in t
+    assert "_记住重要的事，忘掉不重要的。定期整理，保持精炼。_" in t
+
+
+def test_hand_typed_bullet_without_id_is_an_entry():
+    text = md.MEMORY_TEMPLATE["zh"].replace("<!-- 其他值得记住的信息 -->", "<!-- 其他值得记住的信息 -->\n\n- 我的猫叫咪咪")
+    (e,) = md.parse(text)
+    assert e.id is None and e.content == "我的猫叫咪咪" and e.section == "notes"
+
+
+def test_secrets_are_detected_and_redacted():
+    for s in ("my password is hunter22", "密码是abc12345", "key sk-proj-abcdefghijklmnop1234",
+              "card 4111 1111 1111 1111", "身份证 110101199003071234", "token: ghp_abcdefghijklmnopqrstuv",
+              "AKIAABCDEFGHIJKLMNOP"):
+        assert find_secret(s), s
+        assert "[REDACTED" in redact(s)
+    for s in ("I like 5 cats", "Project A is due on March 15", "我喜欢喝无糖拿铁，大杯", "call 555-1234"):
+        assert find_secret(s) is None, s
+
+
+def test_extraction_rules_zh_en():
+    assert classify("我喜欢喝无糖拿铁，大杯")[0] is MemoryType.PREFERENCE
+    assert classify("I prefer tea")[0] is MemoryType.PREFERENCE
+    assert classify("my dog is called Bob") == (MemoryType.FACT, {"key": "dog", "value": "called Bob"})
+    assert classify("我的猫叫咪咪")[0] is MemoryType.FACT
+    assert classify("I will call mom tomorrow")[0] is MemoryType.TODO
+    assert classify("Project A is due on March 15")[0] is MemoryType.EVENT
+    (ex,) = extract("请记住：我的咖啡偏好是无糖拿铁，大杯。")
+    assert ex.content == "我的咖啡偏好是无糖拿铁，大杯" and ex.importance == 0.8
+    assert extract("What do you like?") == []
+    assert extract("haha nice") == []
