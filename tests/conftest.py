@@ -13,6 +13,7 @@ from memfold import Memory
 from memfold.providers.embedder import UseEmbedder
 
 from .support.openai_server import ScriptedOpenAIServer
+from .support.postgres import pg_dsn, pg_server  # noqa: F401  (PostgreSQL fixtures for every suite)
 
 _EMBEDDER = UseEmbedder()  # one model per test process: loading it is the slow part
 

@@ -1,0 +1,197 @@
+"""PostgreSQL side of the index: the driver import, connecting with a clear error, and the
+schema with its numbered migrations (a version table, applied under an advisory lock so that
+several processes opening the same database at once migrate it exactly once)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from ..errors import ConfigError, MemoryIndexError
+
+log = logging.getLogger("memfold")
+
+SETTING = "[index] dsn (MEMFOLD_INDEX__DSN)"
+HNSW_MAX_DIM = 2000  # pgvector cannot build an HNSW index over wider `vector` columns
+_LOCK_KEY = 0x6D656D66  # pg_advisory_xact_lock key of schema migrations ("memf")
+
+
+def driver() -> Any:
+    """The psycopg module with pgvector's adapter, or a ConfigError saying what to install."""
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"[index] backend = 'postgres' needs the PostgreSQL driver ({exc.name} is missing): "
+            "pip install 'memfold[postgres]'") from exc
+    return psycopg
+
+
+def describe(dsn: str) -> str:
+    """Where a DSN points, without its password."""
+    psycopg = driver()
+    try:
+        parts = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "an unparsable DSN"
+    host = parts.get("host") or "localhost"
+    port = parts.get("port") or "5432"
+    return f"{parts.get('user') or '?'}@{host}:{port}/{parts.get('dbname') or '?'}"
+
+
+def connect(dsn: str) -> Any:
+    """An autocommit connection in UTC with the HNSW search settings, or a MemoryIndexError naming the setting."""
+    psycopg = driver()
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"setting {SETTING} is not a valid PostgreSQL DSN: {exc}") from exc
+    except psycopg.OperationalError as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MemoryIndexError(
+            f"cannot connect to PostgreSQL at {describe(dsn)} given by {SETTING}: {msg}") from exc
+    conn.execute("SET TIME ZONE 'UTC'")
+    # exact-enough filtered search: keep scanning the graph until `limit` rows of the namespace are found
+    conn.execute("SET hnsw.ef_search = 100")
+    conn.execute("SET hnsw.iterative_scan = strict_order")
+    return conn
+
+
+def _v1(dim: int) -> list[str]:
+    ann = (f"CREATE INDEX IF NOT EXISTS user_memories_embedding ON user_memories "
+           f"USING hnsw (embedding vector_cosine_ops) WHERE is_active" if dim <= HNSW_MAX_DIM else "")
+    return [s for s in (
+        # seed 003 §3.1 columns, plus what the engine keeps: file anchor, context, hashes, terms
+        f"""CREATE TABLE IF NOT EXISTS user_memories (
+            n BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT,
+            memory_type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            context TEXT NOT NULL DEFAULT '',
+            structured_data JSONB NOT NULL DEFAULT '{{}}',
+            source_ids TEXT[] NOT NULL DEFAULT '{{}}',
+            source_session_id TEXT,
+            file TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            importance_score DOUBLE PRECISION NOT NULL DEFAULT 0.5,
+            confidence DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at TIMESTAMPTZ,
+            is_active BOOLEAN NOT NULL DEFAULT TRUE,
+            superseded_by TEXT,
+            content_hash TEXT NOT NULL DEFAULT '',
+            embedding vector({dim}) NOT NULL,
+            terms TEXT[])""",
+        "COMMENT ON COLUMN user_memories.terms IS "
+        "'keyword terms made by memfold.text.terms (words + CJK bigrams); NULL = not keyword-searchable'",
+        "CREATE INDEX IF NOT EXISTS user_memories_user_n ON user_memories (user_id, n)",
+        "CREATE INDEX IF NOT EXISTS user_memories_user_file ON user_memories (user_id, file)",
+        "CREATE INDEX IF NOT EXISTS user_memories_user_type ON user_memories (user_id, memory_type)",
+        "CREATE INDEX IF NOT EXISTS user_memories_active ON user_memories (is_active, importance_score DESC)",
+        "CREATE INDEX IF NOT EXISTS user_memories_terms ON user_memories USING gin (terms)",
+        ann,
+        """CREATE TABLE IF NOT EXISTS memory_relations (
+            user_id TEXT NOT NULL,
+            source_memory_id TEXT NOT NULL,
+            target_memory_id TEXT NOT NULL,
+            relation_type TEXT NOT NULL,
+            strength DOUBLE PRECISION NOT NULL DEFAULT 0.5,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (source_memory_id, target_memory_id, relation_type))""",
+        "CREATE INDEX IF NOT EXISTS memory_relations_target ON memory_relations (target_memory_id)",
+        """CREATE TABLE IF NOT EXISTS memory_history (
+            n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            at TIMESTAMPTZ NOT NULL,
+            old_content TEXT,
+            new_content TEXT,
+            detail JSONB NOT NULL DEFAULT '{}')""",
+        "CREATE INDEX IF NOT EXISTS memory_history_memory ON memory_history (user_id, memory_id, n)",
+        """CREATE TABLE IF NOT EXISTS memory_files (
+            user_id TEXT NOT NULL, file TEXT NOT NULL, mtime_ns BIGINT NOT NULL, size BIGINT NOT NULL,
+            PRIMARY KEY (user_id, file))""",
+        """CREATE TABLE IF NOT EXISTS memory_state (
+            user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, value JSONB NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (user_id, kind, key))""",
+        """CREATE TABLE IF NOT EXISTS memory_access_log (
+            n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, user_id TEXT NOT NULL, at TIMESTAMPTZ NOT NULL,
+            ids TEXT[] NOT NULL)""",
+    ) if s]
+
+
+# version -> (description, statements for a given vector dimension). Append, never edit.
+MIGRATIONS: dict[int, tuple[str, Any]] = {
+    1: ("memories, relations, history, file states, state store, access log; HNSW + GIN indexes", _v1),
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def ensure_schema(conn: Any, dim: int, embedder_name: str) -> int:
+    """Create or upgrade the schema in the connection's search_path; check the embedder. Returns the version."""
+    if not isinstance(dim, int) or dim <= 0:
+        raise MemoryIndexError(f"vector dimension must be a positive integer, got {dim!r}")
+    psycopg = driver()
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            _ensure_vector_extension(conn, psycopg)
+            conn.execute("""CREATE TABLE IF NOT EXISTS memfold_schema_version (
+                version INTEGER PRIMARY KEY, description TEXT NOT NULL,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now())""")
+            conn.execute("CREATE TABLE IF NOT EXISTS memfold_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = conn.execute("SELECT max(version) FROM memfold_schema_version").fetchone()
+            current = int(row[0] or 0)
+            if current > SCHEMA_VERSION:
+                raise MemoryIndexError(
+                    f"the PostgreSQL index at {describe(conn.info.dsn)} has schema version {current}, newer than "
+                    f"this memfold supports ({SCHEMA_VERSION}); upgrade memfold")
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                description, statements = MIGRATIONS[version]
+                for stmt in statements(dim):
+                    conn.execute(stmt)
+                conn.execute("INSERT INTO memfold_schema_version (version, description) VALUES (%s, %s)",
+                             (version, description))
+                log.info("PostgreSQL index: applied schema migration %d (%s)", version, description)
+            _check_meta(conn, dim, embedder_name)
+    except psycopg.Error as exc:
+        raise MemoryIndexError(f"cannot prepare the PostgreSQL index at {describe(conn.info.dsn)}: {exc}") from exc
+    return SCHEMA_VERSION
+
+
+def _ensure_vector_extension(conn: Any, psycopg: Any) -> None:
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        return
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raise MemoryIndexError(
+            f"the database at {describe(conn.info.dsn)} has no pgvector extension and memfold cannot create it "
+            f"({str(exc).strip().splitlines()[0]}); install pgvector and run 'CREATE EXTENSION vector' as a "
+            "superuser") from exc
+
+
+def _check_meta(conn: Any, dim: int, embedder_name: str) -> None:
+    meta = dict(conn.execute("SELECT key, value FROM memfold_meta").fetchall())
+    if not meta:
+        conn.execute("INSERT INTO memfold_meta VALUES ('embedder', %s), ('dim', %s)", (embedder_name, str(dim)))
+        return
+    if meta.get("embedder") != embedder_name or int(meta.get("dim", 0)) != dim:
+        raise MemoryIndexError(
+            f"the PostgreSQL index at {describe(conn.info.dsn)} was built with embedder {meta.get('embedder')!r} "
+            f"(dim {meta.get('dim')}), but {embedder_name!r} (dim {dim}) is configured; point {SETTING} at an "
+            "empty database or schema and run 'memfold reindex' (or 'memfold migrate') to rebuild it")
+
+
+def safe_ident(name: str) -> str:
+    """A schema or database name usable in SQL unquoted (tests and tools create them)."""
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+        raise ConfigError(f"{name!r} is not a valid PostgreSQL identifier (lower-case letters, digits, _)")
+    return name

@@ -1,0 +1,341 @@
+"""The shared index: PostgreSQL + pgvector (seed 003 §3, §6.1) for many processes and machines.
+
+Same behaviour as ``SqliteIndex``: vectors are searched by pgvector (HNSW, cosine) scoped by
+``user_id``; keywords are the Python-made terms (words + CJK bigrams) in a ``TEXT[]`` with a
+GIN index, ranked by the same BM25 as SQLite FTS5 (k1 1.2, b 0.75, global statistics), so
+both backends return the same keyword scores. Every write is one transaction."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from ..errors import MemoryIndexError
+from ..models import HistoryEntry, MemoryRecord, MemoryType
+from .base import IndexItem
+from .pg_schema import connect, describe, driver, ensure_schema
+
+_COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
+         "file, created_at, updated_at, importance_score, confidence, access_count, last_accessed_at, is_active, "
+         "superseded_by")
+_COL_LIST = [c.strip() for c in _COLS.split(",")]
+_UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
+
+# BM25 exactly as SQLite FTS5's bm25() over (ns, terms) computes it: the namespace column adds one
+# token to every row's length; N, avgdl and document frequencies count every searchable row.
+_BM25 = """
+WITH q AS (SELECT DISTINCT t AS term FROM unnest(%(terms)s::text[]) AS t),
+g AS (SELECT count(*)::float8 AS nrow, (count(*) + coalesce(sum(cardinality(terms)), 0))::float8 AS ntok
+      FROM user_memories WHERE terms IS NOT NULL),
+w AS (SELECT q.term, greatest(ln((g.nrow - h.hits + 0.5) / (h.hits + 0.5)), 0) AS idf FROM q CROSS JOIN g
+      CROSS JOIN LATERAL (SELECT count(*)::float8 AS hits FROM user_memories m WHERE m.terms @> ARRAY[q.term]) h),
+c AS (SELECT id, n, terms FROM user_memories WHERE user_id = %(user)s AND terms && %(terms)s::text[])
+SELECT c.id, sum(CASE WHEN w.idf > 0 THEN w.idf ELSE 1e-6 END * f.tf * 2.2
+                 / (f.tf + 1.2 * (0.25 + 0.75 * (1 + cardinality(c.terms)) / (g.ntok / g.nrow)))) AS s
+FROM c CROSS JOIN w CROSS JOIN g
+CROSS JOIN LATERAL (SELECT cardinality(array_positions(c.terms, w.term))::float8 AS tf) f
+WHERE f.tf > 0 GROUP BY c.id, c.n ORDER BY s DESC, c.n LIMIT %(limit)s
+"""
+_NEAREST = ("SELECT id, 1 - (embedding <=> %(v)s) AS s FROM user_memories WHERE user_id = %(user)s AND is_active "
+            "ORDER BY embedding <=> %(v)s LIMIT %(limit)s")
+_NEAREST_MANY = (
+    "SELECT q.i, m.id, 1 - m.d FROM unnest(%(vs)s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
+    "SELECT id, embedding <=> q.v AS d FROM user_memories WHERE user_id = %(user)s AND is_active "
+    "ORDER BY embedding <=> q.v LIMIT %(limit)s) m ORDER BY q.i, m.d")
+
+
+def _row_to_record(r: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=r[0], user_id=r[1], agent_id=r[2], memory_type=MemoryType(r[3]), content=r[4], context=r[5],
+        structured_data=dict(r[6] or {}), source_ids=tuple(r[7] or ()), source_session_id=r[8], file=r[9],
+        created_at=r[10], updated_at=r[11], importance=r[12], confidence=r[13], access_count=r[14],
+        last_accessed_at=r[15], is_active=bool(r[16]), superseded_by=r[17],
+    )
+
+
+def _terms_list(terms: str) -> list[str]:
+    return terms.split()
+
+
+class PostgresIndex:
+    """``Index`` over one PostgreSQL database (tables in the connection's ``search_path``).
+
+    Thread-safe: one connection per object, used under a lock; many processes may share the database."""
+
+    def __init__(self, dsn: str, *, dim: int, embedder_name: str):
+        self._psycopg = driver()
+        self.dsn = dsn
+        self.dim = dim
+        self.embedder_name = embedder_name
+        self.where = describe(dsn)
+        self._lock = threading.RLock()
+        self._conn = self._open()
+
+    def _open(self) -> Any:
+        from pgvector.psycopg import register_vector
+
+        conn = connect(self.dsn)
+        try:
+            ensure_schema(conn, self.dim, self.embedder_name)
+            register_vector(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # ---- plumbing -------------------------------------------------------------------
+    @contextmanager
+    def _cur(self, write: bool = False) -> Iterator[Any]:
+        """A cursor under the object lock (in one transaction when ``write``); driver errors become
+        MemoryIndexError. A connection lost between calls is reopened."""
+        with self._lock:
+            if self._conn.closed or self._conn.broken:
+                self._conn = self._open()
+            try:
+                if write:
+                    with self._conn.transaction(), self._conn.cursor() as cur:
+                        yield cur
+                else:
+                    with self._conn.cursor() as cur:
+                        yield cur
+            except self._psycopg.Error as exc:
+                raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
+
+    def _vec(self, v: np.ndarray, what: str) -> np.ndarray:
+        v = np.asarray(v, dtype=np.float32)
+        if v.shape[-1] != self.dim:
+            raise MemoryIndexError(f"vector of {what} has dim {v.shape[-1]}, index has {self.dim}")
+        return v
+
+    # ---- writes --------------------------------------------------------------------
+    def upsert(self, items: Sequence[IndexItem]) -> None:
+        if not items:
+            return
+        with self._cur(write=True) as cur:
+            ids = list(dict.fromkeys(it.record.id for it in items))
+            cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) FOR UPDATE",
+                        (ids,))
+            known = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+            for it in items:
+                r = it.record
+                vec = self._vec(it.vector, r.id) if it.vector is not None else None
+                values = [r.id, r.user_id, r.agent_id, r.memory_type.value, r.content, r.context,
+                          json.dumps(r.structured_data, ensure_ascii=False), list(r.source_ids),
+                          r.source_session_id, r.file, r.created_at, r.updated_at, r.importance, r.confidence,
+                          r.access_count, r.last_accessed_at, r.is_active, r.superseded_by]
+                old = known.get(r.id)
+                if old is not None and old[0] != r.user_id:
+                    raise MemoryIndexError(f"memory id {r.id} belongs to another namespace")
+                if not r.is_active:
+                    keep_terms, terms = False, None  # archived rows leave keyword search, as in SQLite
+                elif it.terms is not None or old is None:
+                    keep_terms, terms = False, _terms_list(it.terms or "")
+                else:
+                    if not old[1]:
+                        raise MemoryIndexError(f"memory {r.id} is re-activated without terms")
+                    keep_terms, terms = True, None
+                if old is None:
+                    if vec is None:
+                        raise MemoryIndexError(f"new memory {r.id} needs a vector")
+                    cur.execute(f"INSERT INTO user_memories ({_COLS}, content_hash, embedding, terms) "
+                                f"VALUES ({', '.join(['%s'] * 18)}, %s, %s, %s)",
+                                values + [it.content_hash, vec, terms])
+                else:
+                    cur.execute(f"UPDATE user_memories SET {_UPDATE}, "
+                                "content_hash = COALESCE(NULLIF(%s, ''), content_hash), "
+                                "embedding = COALESCE(%s::vector, embedding), "
+                                "terms = CASE WHEN %s THEN terms ELSE %s::text[] END WHERE id = %s",
+                                values[1:] + [it.content_hash, vec, keep_terms, terms, r.id])
+                known[r.id] = (r.user_id, terms is not None or keep_terms)
+
+    def _delete_rows(self, cur: Any, user_id: str, ids: Sequence[str]) -> None:
+        cur.execute("DELETE FROM user_memories WHERE user_id = %s AND id = ANY(%s) RETURNING id",
+                    (user_id, list(ids)))
+        gone = [r[0] for r in cur.fetchall()]
+        if gone:
+            cur.execute("DELETE FROM memory_relations WHERE source_memory_id = ANY(%s) OR target_memory_id = ANY(%s)",
+                        (gone, gone))
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self._cur(write=True) as cur:
+            self._delete_rows(cur, user_id, ids)
+
+    def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
+        if not ids:
+            return
+        with self._cur(write=True) as cur:
+            cur.executemany("UPDATE user_memories SET access_count = access_count + 1, last_accessed_at = %s "
+                            "WHERE id = %s AND user_id = %s", [(at, mid, user_id) for mid in ids])
+            cur.execute("INSERT INTO memory_access_log (user_id, at, ids) VALUES (%s, %s, %s)",
+                        (user_id, at, list(ids)))
+
+    def append_history(self, entries: Sequence[HistoryEntry]) -> None:
+        if not entries:
+            return
+        with self._cur(write=True) as cur:
+            cur.executemany(
+                "INSERT INTO memory_history (user_id, memory_id, action, at, old_content, new_content, detail) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                [(e.user_id, e.memory_id, e.action, e.at, e.old_content, e.new_content,
+                  json.dumps(e.detail, ensure_ascii=False)) for e in entries])
+
+    def add_relation(self, user_id: str, source_id: str, target_id: str, relation: str, strength: float) -> None:
+        with self._cur(write=True) as cur:
+            cur.execute(
+                "INSERT INTO memory_relations VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (source_memory_id, target_memory_id, relation_type) DO UPDATE SET "
+                "user_id = EXCLUDED.user_id, strength = EXCLUDED.strength, created_at = EXCLUDED.created_at",
+                (user_id, source_id, target_id, relation, strength, datetime.now(timezone.utc)))
+
+    def set_file_state(self, user_id: str, file: str, state: tuple[int, int] | None) -> None:
+        with self._cur(write=True) as cur:
+            if state is None:
+                cur.execute("DELETE FROM memory_files WHERE user_id = %s AND file = %s", (user_id, file))
+            else:
+                cur.execute("INSERT INTO memory_files VALUES (%s, %s, %s, %s) ON CONFLICT (user_id, file) "
+                            "DO UPDATE SET mtime_ns = EXCLUDED.mtime_ns, size = EXCLUDED.size", (user_id, file, *state))
+
+    def clear_files(self, user_id: str) -> None:
+        """Forget every file-backed row of a namespace (reindex); episodic turns stay."""
+        with self._cur(write=True) as cur:
+            cur.execute("SELECT id FROM user_memories WHERE user_id = %s AND file <> '' AND is_active", (user_id,))
+            self._delete_rows(cur, user_id, [r[0] for r in cur.fetchall()])
+            cur.execute("DELETE FROM memory_files WHERE user_id = %s", (user_id,))
+
+    # ---- reads ---------------------------------------------------------------------
+    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []
+        with self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND id = ANY(%s)",
+                        (user_id, list(ids)))
+            out = {r[0]: _row_to_record(r) for r in cur.fetchall()}
+        return [out[i] for i in ids if i in out]
+
+    def list(self, user_id: str, *, active_only: bool = True, file: str | None = None,
+             memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+        where, args = ["user_id = %s"], [user_id]
+        if active_only:
+            where.append("is_active")
+        if file is not None:
+            where.append("file = %s")
+            args.append(file)
+        if memory_type is not None:
+            where.append("memory_type = %s")
+            args.append(memory_type)
+        limit = None if limit is not None and limit < 0 else limit  # SQLite: a negative limit means none
+        with self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE {' AND '.join(where)} ORDER BY n "
+                        "LIMIT %s OFFSET %s", [*args, limit, max(0, offset)])
+            return [_row_to_record(r) for r in cur.fetchall()]
+
+    def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
+        with self._cur() as cur:
+            cur.execute("SELECT id, content_hash FROM user_memories WHERE user_id = %s AND file = %s AND is_active",
+                        (user_id, file))
+            return dict(cur.fetchall())
+
+    def count(self, user_id: str, *, active_only: bool = True) -> int:
+        with self._cur() as cur:
+            cur.execute("SELECT count(*) FROM user_memories WHERE user_id = %s" + (" AND is_active" if active_only else ""),
+                        (user_id,))
+            return int(cur.fetchone()[0])
+
+    def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        uniq = list(dict.fromkeys(t for t in terms if t))
+        if not uniq or limit <= 0:
+            return []
+        with self._cur() as cur:
+            cur.execute(_BM25, {"terms": uniq, "user": user_id, "limit": limit})
+            return [(r[0], float(r[1])) for r in cur.fetchall()]
+
+    def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        if limit <= 0:
+            return []
+        with self._cur() as cur:
+            cur.execute(_NEAREST, {"v": self._vec(vector, "the query"), "user": user_id, "limit": limit})
+            return [(r[0], float(r[1])) for r in cur.fetchall()]
+
+    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int) -> list[list[tuple[str, float]]]:
+        out: list[list[tuple[str, float]]] = [[] for _ in range(len(vectors))]
+        if limit <= 0 or len(vectors) == 0:
+            return out
+        vs = [self._vec(v, "a query") for v in np.asarray(vectors, dtype=np.float32)]
+        with self._cur() as cur:
+            cur.execute(_NEAREST_MANY, {"vs": vs, "user": user_id, "limit": limit})
+            for i, mid, s in cur.fetchall():
+                out[int(i) - 1].append((mid, float(s)))
+        return out
+
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+        with self._cur() as cur:
+            cur.execute("SELECT memory_id, user_id, action, at, old_content, new_content, detail FROM memory_history "
+                        "WHERE user_id = %s AND memory_id = %s ORDER BY n", (user_id, memory_id))
+            return [HistoryEntry(r[0], r[1], r[2], r[3], r[4], r[5], dict(r[6] or {})) for r in cur.fetchall()]
+
+    def relations(self, user_id: str, memory_id: str) -> list[dict[str, Any]]:
+        with self._cur() as cur:
+            cur.execute("SELECT source_memory_id, target_memory_id, relation_type, strength, created_at "
+                        "FROM memory_relations WHERE user_id = %s AND (source_memory_id = %s OR target_memory_id = %s) "
+                        "ORDER BY created_at, source_memory_id, target_memory_id", (user_id, memory_id, memory_id))
+            rows = cur.fetchall()
+        return [{"source_id": r[0], "target_id": r[1], "relation": r[2], "strength": r[3],
+                 "created_at": r[4].isoformat()} for r in rows]
+
+    def file_state(self, user_id: str, file: str) -> tuple[int, int] | None:
+        with self._cur() as cur:
+            cur.execute("SELECT mtime_ns, size FROM memory_files WHERE user_id = %s AND file = %s", (user_id, file))
+            row = cur.fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def user_ids(self) -> list[str]:
+        with self._cur() as cur:
+            cur.execute('SELECT DISTINCT user_id COLLATE "C" AS u FROM user_memories ORDER BY u')
+            return [r[0] for r in cur.fetchall()]
+
+    def put_state(self, user_id: str, kind: str, key: str, value: dict[str, Any]) -> None:
+        with self._cur(write=True) as cur:
+            cur.execute("INSERT INTO memory_state VALUES (%s, %s, %s, %s, now()) ON CONFLICT (user_id, kind, key) "
+                        "DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at",
+                        (user_id, kind, key, json.dumps(value, ensure_ascii=False)))
+
+    def get_state(self, user_id: str, kind: str, key: str) -> dict[str, Any] | None:
+        with self._cur() as cur:
+            cur.execute("SELECT value FROM memory_state WHERE user_id = %s AND kind = %s AND key = %s",
+                        (user_id, kind, key))
+            row = cur.fetchone()
+        return row[0] if row else None
+
+    def list_state(self, user_id: str, kind: str) -> list[str]:
+        with self._cur() as cur:
+            cur.execute('SELECT key FROM memory_state WHERE user_id = %s AND kind = %s ORDER BY key COLLATE "C"',
+                        (user_id, kind))
+            return [r[0] for r in cur.fetchall()]
+
+    def delete_state(self, user_id: str, kind: str, key: str) -> None:
+        with self._cur(write=True) as cur:
+            cur.execute("DELETE FROM memory_state WHERE user_id = %s AND kind = %s AND key = %s", (user_id, kind, key))
+
+    def stats(self, user_id: str) -> dict[str, Any]:
+        with self._cur() as cur:
+            cur.execute("SELECT memory_type, count(*) FROM user_memories WHERE user_id = %s AND is_active "
+                        "GROUP BY memory_type", (user_id,))
+            by_type = {r[0]: int(r[1]) for r in cur.fetchall()}
+            cur.execute("SELECT count(*), avg(importance_score), count(*) FILTER (WHERE NOT is_active), "
+                        "count(*) FILTER (WHERE file = '') FROM user_memories WHERE user_id = %s", (user_id,))
+            row = cur.fetchone()
+        return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
+                "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
+                "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
