@@ -128,9 +128,8 @@ def section_key(heading: str) -> str:
     return _HEADING_TO_SECTION.get(heading.strip().lower(), heading.strip())
 
 
-def parse(text: str) -> list[Entry]:
-    lines = text.split("\n")
-    entries: list[Entry] = []
+def _spans(lines: list[str]):  # type: ignore[no-untyped-def]
+    """Yield (section, start, end, parts) for every bullet entry of a file's lines."""
     section = "notes"
     in_comment = False
     i = 0
@@ -159,8 +158,11 @@ def parse(text: str) -> list[Entry]:
         while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
             parts.append(lines[i][2:])
             i += 1
-        entries.append(_entry(parts, section, start, i))
-    return entries
+        yield section, start, i, parts
+
+
+def parse(text: str) -> list[Entry]:
+    return [_entry(parts, section, start, end) for section, start, end, parts in _spans(text.split("\n"))]
 
 
 def _entry(parts: list[str], section: str, start: int, end: int) -> Entry:
@@ -208,9 +210,9 @@ def render(entry_id: str, date: str, content: str, meta: dict[str, Any], lang: s
 def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> str:
     """``text`` with ``new_lines`` placed at the end of ``section`` (created when missing)."""
     lines = text.split("\n")
-    entries = [e for e in parse(text) if e.section == section]
-    if entries:
-        at = entries[-1].end
+    ends = [end for sec, _, end, _ in _spans(lines) if sec == section]
+    if ends:
+        at = ends[-1]
         return "\n".join(lines[:at] + new_lines + lines[at:])
     # find the heading of the section
     head = None
