@@ -271,6 +271,11 @@ def policy(user: str = typer.Option("default", "--user", "-u")) -> None:
     _json(State.memory().policy(user).to_dict())
 
 
+from .session_cmd import register as _register_session  # noqa: E402  (chat, context, summarize, sessions)
+
+_register_session(app, State, out, err)
+
+
 @app.command()
 def demo() -> None:
     """The main job: ingest a small bilingual sample conversation, search it, show MEMORY.md."""

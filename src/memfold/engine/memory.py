@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -15,13 +15,16 @@ from ..index.base import Index, open_index
 from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
                       SearchHit, utcnow)
 from ..policy import Policy, load_overrides
+from ..providers.chat import ChatModel, make_chat_model
 from ..providers.embedder import Embedder, make_embedder
 from ..text.memory_markdown import clean_content
 from ..text.secrets import find_secret
 from ..text.terms import terms
 from ..workspace.userspace import Workspace, check_user_id
 from . import records as rec
+from .pin import PinList, PinStore
 from .read import Retriever
+from .session import STATE_KIND as SESSION_KIND, Session, open_session, stateless_context
 from .store import UserStore, daily_file
 from .write import WritePath
 
@@ -101,9 +104,12 @@ class Memory:
             structured_data: dict[str, Any] | None = None, infer: bool = True,
             source_ids: Sequence[str] = ()) -> AddResult:
         """Store a text (one memory) or a list of chat messages (episodic turns + extracted memories)."""
-        return self.writer.add(data, user_id, memory_type=memory_type, importance=importance, agent_id=agent_id,
-                               session_id=session_id, structured_data=structured_data, infer=infer,
-                               source_ids=source_ids)
+        result = self.writer.add(data, user_id, memory_type=memory_type, importance=importance, agent_id=agent_id,
+                                 session_id=session_id, structured_data=structured_data, infer=infer,
+                                 source_ids=source_ids)
+        if agent_id and result.added:  # SPEC §4.6: pin what the agent saved (raw turns are not pinned)
+            self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
+        return result
 
     def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
         """Append a bullet to today's daily note ``memory/YYYYMM/YYYYMMDD.md``."""
@@ -158,6 +164,7 @@ class Memory:
     def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
         old = self.get(memory_id, user_id, include_archived=True)
         self._store(user_id).rewrite(old, None, action, {})
+        self.pin_store.discard(user_id, [old.content])
         return old
 
     def forget(self, query_or_id: str, user_id: str = "default", *, dry_run: bool = False) -> list[MemoryRecord]:
@@ -180,6 +187,7 @@ class Memory:
         if not dry_run:
             for r in targets:
                 st.rewrite(r, None, "forget", {"query": query_or_id})
+            self.pin_store.discard(user_id, [r.content for r in targets])
         return targets
 
     # ---- read ----------------------------------------------------------------------------
@@ -239,6 +247,53 @@ class Memory:
                    files=st.space.memory_files(), backups=len(st.space.backups()),
                    embedder=self.embedder.name, index=self.settings.index.backend)
         return out
+
+    # ---- conversation: sessions, pin lists, context (SPEC §6-7) ---------------------------------
+    @property
+    def pin_store(self) -> "PinStore":
+        with self._lock:
+            if "_pin_store" not in self.__dict__:
+                self._pin_store = PinStore(self.index, lambda u: self.policy(u).max_recent_memories)
+            return self._pin_store
+
+    @property
+    def chat_model(self) -> ChatModel | None:
+        """The configured LLM ([llm] provider), or None: summaries are then extractive."""
+        with self._lock:
+            if "_chat_model" not in self.__dict__:
+                self._chat_model = make_chat_model(self.settings.llm)
+            return self._chat_model
+
+    def session(self, session_id: str, user_id: str = "default", agent_id: str | None = None, *,
+                preset: str | None = None, policy: dict[str, Any] | None = None, memory_enabled: bool = True,
+                chat_model: ChatModel | None = None, language: str | None = None,
+                on_notice: Callable[[str], None] | None = None) -> Session:
+        """A conversation session, created or resumed (buffer, summary and pin list persist).
+        A new session belongs to ``agent_id`` (default ``"default"``); a resumed one keeps its agent."""
+        return open_session(self, session_id, check_user_id(user_id), agent_id, preset=preset, policy=policy,
+                            memory_enabled=memory_enabled, chat_model=chat_model, language=language,
+                            on_notice=on_notice)
+
+    def sessions(self, user_id: str = "default") -> list[str]:
+        return self.index.list_state(check_user_id(user_id), SESSION_KIND)
+
+    def pins(self, agent_id: str, user_id: str = "default") -> PinList:
+        return self.pin_store.get(check_user_id(user_id), agent_id)
+
+    def recent_memories(self, agent_id: str, user_id: str = "default") -> list[str]:
+        """The agent's pin list: the last ``max_recent_memories`` memories it saved, oldest first."""
+        return self.pins(agent_id, user_id).recent_memories
+
+    def build_context(self, user_message: str, user_id: str = "default", *, session_id: str | None = None,
+                      agent_id: str | None = None, base_prompt: str | None = None,
+                      memory_enabled: bool = True, language: str | None = None) -> list[dict[str, str]]:
+        """The messages to send to the model (SPEC §6); with ``session_id`` the session's summary
+        and recent messages are included, else only memory, pins and the message."""
+        if session_id is not None:
+            return self.session(session_id, user_id, agent_id, memory_enabled=memory_enabled,
+                                language=language).build_context(user_message, base_prompt=base_prompt)
+        return stateless_context(self, user_message, check_user_id(user_id), agent_id, base_prompt=base_prompt,
+                                 memory_enabled=memory_enabled, language=language)
 
     # ---- maintenance ---------------------------------------------------------------------
     def reindex(self, user_id: str | None = None) -> dict[str, int]:

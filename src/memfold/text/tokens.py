@@ -17,3 +17,10 @@ def count_many(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[i
     import toktok
 
     return [int(n) for n in toktok.batch_count(list(texts), encoding, threads=1)] if texts else []
+
+
+def truncate_tokens(text: str, max_tokens: int, encoding: str = DEFAULT_ENCODING) -> str:
+    """The longest prefix of ``text`` with at most ``max_tokens`` tokens (cut on a character boundary)."""
+    import toktok
+
+    return str(toktok.truncate(text, max(0, int(max_tokens)), encoding)[0])

@@ -1,0 +1,323 @@
+"""Conversation memory of one session (SPEC §7, seeds 001 §1.5 and 004).
+
+A session keeps the verbatim ``messages`` buffer and a rolling ``summary``. When the buffer
+holds more than ``session_summary_message_threshold`` messages, or summary + buffer take more
+than ``session_summary_token_percent``% of ``context_window`` tokens, everything but the last
+``session_summary_keep_count`` messages is folded into the summary; if the rest still does
+not fit the window, the oldest half is dropped (force compression). Folded and dropped
+messages go to long-term extraction. State lives in the index (kind ``"session"``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, InvalidInputError, MemfoldError
+from ..models import utcnow
+from ..policy import Policy
+from ..providers.chat import ChatModel
+from ..text.tokens import count_many, count_tokens
+from .context import MESSAGE_OVERHEAD, BuiltContext, ContextBuilder, reserve_tokens
+from .pin import PinList
+from .summarizer import SessionSummarizer, summary_budget
+
+if TYPE_CHECKING:
+    from .memory import Memory
+    from .scratchpad import TaskScratchpad
+
+log = logging.getLogger("memfold")
+STATE_KIND = "session"
+NOTICE = "Memory threshold reached. Optimizing conversation history..."
+DEFAULT_AGENT = "default"
+ROLES = ("user", "assistant", "system", "tool")
+# seed 001 (picoclaw) values are the defaults; seed 004 (ChatAgent) values are a named preset
+SESSION_PRESETS: dict[str, dict[str, int]] = {
+    "default": {"session_summary_message_threshold": 20, "session_summary_token_percent": 75,
+                "session_summary_keep_count": 4},
+    "chatagent": {"session_summary_message_threshold": 50, "session_summary_token_percent": 80,
+                  "session_summary_keep_count": 4},
+}
+
+
+@dataclass(frozen=True)
+class SessionUpdate:
+    """What ``add_message`` / ``summarize`` did. ``notice`` is the text to show the user."""
+
+    summarized: bool = False
+    reason: str = ""  # "messages" | "tokens" | "manual" | ""
+    folded: int = 0  # messages folded into the summary
+    dropped: int = 0  # messages dropped by force compression
+    method: str = ""  # "llm" | "extractive"
+    notice: str | None = None
+    errors: tuple[str, ...] = ()
+
+    @property
+    def forced(self) -> bool:
+        return self.dropped > 0
+
+
+@dataclass
+class _State:
+    session_id: str
+    agent_id: str | None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+    folds: int = 0
+    folded_messages: int = 0
+    dropped_messages: int = 0
+    total_messages: int = 0
+    created_at: str = ""
+    updated_at: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": 1, **self.__dict__}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "_State":
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+class Session:
+    """Use ``Memory.session(session_id, user_id=..., agent_id=...)``."""
+
+    def __init__(self, memory: "Memory", session_id: str, user_id: str, agent_id: str | None, policy: Policy,
+                 *, chat: ChatModel | None = None, language: str = "en", memory_enabled: bool = True,
+                 on_notice: Callable[[str], None] | None = None):
+        if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
+            raise InvalidInputError(f"invalid session id {session_id!r}: use 1-200 characters")
+        self.memory = memory
+        self.session_id = session_id
+        self.user_id = user_id
+        self.policy = policy
+        self.language = language
+        self.memory_enabled = memory_enabled
+        self.on_notice = on_notice
+        self.pin_content = ""  # backward compatible (seed 000); has no effect
+        self._index = memory.index
+        self._lock = threading.RLock()
+        self.summarizer = SessionSummarizer(chat, language=language, encoding=policy.token_encoding,
+                                            budget_tokens=summary_budget(policy.context_window),
+                                            chunk_tokens=max(256, policy.context_window // 2))
+        self._builder = ContextBuilder(memory, user_id, policy, language)
+        stored = self._index.get_state(user_id, STATE_KIND, session_id)
+        if stored is None:  # a new session belongs to the given agent, else to "default"
+            now = utcnow().isoformat()
+            self._state = _State(session_id, agent_id or DEFAULT_AGENT, created_at=now, updated_at=now)
+        else:  # a resumed one keeps its agent
+            self._state = _State.from_dict(stored)
+            if agent_id is not None and self._state.agent_id not in (None, agent_id):
+                raise InvalidInputError(f"session {session_id!r} belongs to agent {self._state.agent_id!r}, "
+                                        f"not {agent_id!r}")
+            self._state.agent_id = self._state.agent_id or agent_id or DEFAULT_AGENT
+
+    # ---- reading -----------------------------------------------------------------------
+    @property
+    def agent_id(self) -> str:
+        return self._state.agent_id or DEFAULT_AGENT
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The verbatim buffer (messages not folded into the summary yet), oldest first."""
+        with self._lock:
+            return [{"role": m["role"], "content": m["content"]} for m in self._state.messages]
+
+    @property
+    def summary(self) -> str:
+        return self._state.summary
+
+    @property
+    def info(self) -> dict[str, Any]:
+        with self._lock:
+            s = self._state
+            return {"session_id": s.session_id, "user_id": self.user_id, "agent_id": s.agent_id,
+                    "messages": len(s.messages), "summary_chars": len(s.summary), "folds": s.folds,
+                    "folded_messages": s.folded_messages, "dropped_messages": s.dropped_messages,
+                    "total_messages": s.total_messages, "tokens": self.token_count(),
+                    "context_window": self.policy.context_window, "created_at": s.created_at,
+                    "updated_at": s.updated_at}
+
+    @property
+    def pins(self) -> PinList:
+        return self.memory.pins(self.agent_id, self.user_id)
+
+    @property
+    def recent_memories(self) -> list[str]:
+        return self.pins.recent_memories
+
+    def token_count(self) -> int:
+        """Estimated tokens of summary + buffer as they would be sent (exact counts, with overhead)."""
+        with self._lock:
+            self._count(self._state.messages)
+            n = sum(m["tokens"] + MESSAGE_OVERHEAD for m in self._state.messages)
+            return n + (count_tokens(self._state.summary, self.policy.token_encoding) if self._state.summary else 0)
+
+    # ---- writing -----------------------------------------------------------------------
+    def add_message(self, role: str, content: str) -> SessionUpdate:
+        """Append a message; folds the history when a threshold is crossed (see ``SessionUpdate``)."""
+        role = (role or "").strip().lower()
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        if not isinstance(content, str):
+            raise InvalidInputError("message content must be a string")
+        with self._lock:
+            self._reload()
+            self._state.messages.append({"role": role, "content": content, "at": utcnow().isoformat()})
+            self._state.total_messages += 1
+            update = self._maybe_fold(reason=self._trigger())
+            self._save()
+            return update
+
+    def summarize(self) -> SessionUpdate:
+        """Fold everything but the last ``session_summary_keep_count`` messages now."""
+        with self._lock:
+            self._reload()
+            update = self._maybe_fold(reason="manual")
+            self._save()
+            return update
+
+    def clear(self) -> None:
+        """Forget this session's buffer and summary (long-term memories stay)."""
+        with self._lock:
+            self._index.delete_state(self.user_id, STATE_KIND, self.session_id)
+            now = utcnow().isoformat()
+            self._state = _State(self.session_id, self._state.agent_id, created_at=now, updated_at=now)
+
+    # ---- context -----------------------------------------------------------------------
+    def build_context(self, user_message: str, *, base_prompt: str | None = None,
+                      after: Sequence[dict[str, str]] = ()) -> list[dict[str, str]]:
+        """OpenAI-format messages: system (memory, pins, summary, instructions), recent history, the message."""
+        return self.context(user_message, base_prompt=base_prompt, after=after).messages
+
+    def context(self, user_message: str, *, base_prompt: str | None = None,
+                after: Sequence[dict[str, str]] = ()) -> BuiltContext:
+        """Like ``build_context`` with the token and capacity figures."""
+        with self._lock:
+            self._reload()
+            pins = self.recent_memories if self.memory_enabled else []
+            return self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
+                                       memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after)
+
+    def task(self, question: str) -> "TaskScratchpad":
+        """A scratchpad for one task's ReAct steps; only question and final answer enter the session."""
+        from .scratchpad import TaskScratchpad
+
+        return TaskScratchpad(self, question)
+
+    # ---- internals ---------------------------------------------------------------------
+    def _reload(self) -> None:
+        """Pick up changes another process saved since we loaded (the index is shared)."""
+        stored = self._index.get_state(self.user_id, STATE_KIND, self.session_id)
+        if stored is not None and stored.get("updated_at") != self._state.updated_at:
+            self._state = _State.from_dict(stored)
+
+    def _save(self) -> None:
+        self._state.updated_at = utcnow().isoformat(timespec="microseconds")
+        self._index.put_state(self.user_id, STATE_KIND, self.session_id, self._state.to_dict())
+
+    def _count(self, messages: list[dict[str, Any]]) -> None:
+        enc = self.policy.token_encoding
+        todo = [m for m in messages if m.get("enc") != enc or "tokens" not in m]
+        for m, n in zip(todo, count_many([m["content"] for m in todo], enc)):
+            m["tokens"], m["enc"] = n, enc
+
+    def _trigger(self) -> str:
+        pol = self.policy
+        if len(self._state.messages) > pol.session_summary_message_threshold:
+            return "messages"
+        if self.token_count() > pol.context_window * pol.session_summary_token_percent / 100:
+            return "tokens"
+        return ""
+
+    def _maybe_fold(self, reason: str) -> SessionUpdate:
+        if not reason:
+            return SessionUpdate()
+        st, pol = self._state, self.policy
+        keep = pol.session_summary_keep_count
+        cut = max(0, len(st.messages) - keep)
+        folded, st_messages = st.messages[:cut], st.messages[cut:]
+        if self.on_notice is not None:
+            self.on_notice(NOTICE)
+        errors: list[str] = []
+        method = ""
+        if folded:
+            res = self.summarizer.summarize(st.summary, folded)
+            st.summary, method = res.text, res.method
+            if res.error:
+                errors.append(f"summary LLM failed, extractive summary used: {res.error}")
+            st.messages = st_messages
+            st.folds += 1
+            st.folded_messages += len(folded)
+        dropped = self._force_compress()
+        errors += self._extract(folded + dropped)
+        if not folded and not dropped:
+            return SessionUpdate(reason=reason, notice=NOTICE, errors=tuple(errors))
+        return SessionUpdate(summarized=bool(folded), reason=reason, folded=len(folded), dropped=len(dropped),
+                             method=method, notice=NOTICE, errors=tuple(errors))
+
+    def _force_compress(self) -> list[dict[str, Any]]:
+        """Emergency (seed 001 forceCompression): while summary + buffer do not fit the window
+        minus the answer reserve, drop the oldest half of the buffer."""
+        st, pol = self._state, self.policy
+        limit = pol.context_window - reserve_tokens(pol.context_window)
+        dropped: list[dict[str, Any]] = []
+        while len(st.messages) > 1 and self.token_count() > limit:
+            half = len(st.messages) // 2
+            dropped += st.messages[:half]
+            st.messages = st.messages[half:]
+        if dropped:
+            st.dropped_messages += len(dropped)
+            log.warning("session %s: force compression dropped the %d oldest messages", st.session_id, len(dropped))
+        return dropped
+
+    def _extract(self, messages: list[dict[str, Any]]) -> list[str]:
+        """Send folded messages to long-term extraction (seed 003 §5.1: on summary created)."""
+        if not self.memory_enabled or not messages:
+            return []
+        try:
+            self.memory.add([{"role": m["role"], "content": m["content"], "timestamp": m.get("at")}
+                             for m in messages if m["content"].strip()],
+                            self.user_id, agent_id=self.agent_id, session_id=self.session_id)
+        except MemfoldError as exc:
+            log.warning("session %s: extraction of folded messages failed: %s", self.session_id, exc)
+            return [f"extraction failed: {exc}"]
+        return []
+
+
+def session_policy(base: Policy, preset: str | None, overrides: dict[str, Any] | None) -> Policy:
+    """The policy of a session: the namespace's, then a named preset, then explicit values."""
+    pol = base
+    if preset is not None:
+        if preset not in SESSION_PRESETS:
+            raise ConfigError(f"unknown session preset {preset!r}; known: {', '.join(SESSION_PRESETS)}")
+        pol = pol.merged(SESSION_PRESETS[preset], f"session preset {preset!r}")
+    return pol.merged(overrides, "session arguments")
+
+
+def _language(memory: "Memory", language: str | None) -> str:
+    lang = language or memory.settings.language
+    if lang not in ("en", "zh"):
+        raise InvalidInputError(f"language must be 'en' or 'zh', got {lang!r}")
+    return lang
+
+
+def open_session(memory: "Memory", session_id: str, user_id: str, agent_id: str | None, *,
+                 preset: str | None = None, policy: dict[str, Any] | None = None, memory_enabled: bool = True,
+                 chat_model: ChatModel | None = None, language: str | None = None,
+                 on_notice: Callable[[str], None] | None = None) -> Session:
+    pol = session_policy(memory.policy(user_id), preset, policy)
+    chat = chat_model if chat_model is not None else memory.chat_model
+    return Session(memory, session_id, user_id, agent_id, pol, chat=chat, language=_language(memory, language),
+                   memory_enabled=memory_enabled, on_notice=on_notice)
+
+
+def stateless_context(memory: "Memory", user_message: str, user_id: str, agent_id: str | None, *,
+                      base_prompt: str | None = None, memory_enabled: bool = True,
+                      language: str | None = None) -> list[dict[str, str]]:
+    """``build_context`` without a session: memory, the agent's pins and the message."""
+    pins = memory.recent_memories(agent_id or DEFAULT_AGENT, user_id) if memory_enabled else []
+    builder = ContextBuilder(memory, user_id, memory.policy(user_id), _language(memory, language))
+    return builder.build(user_message, pins=pins, memory_enabled=memory_enabled, base_prompt=base_prompt).messages
