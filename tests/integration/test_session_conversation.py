@@ -86,12 +86,23 @@ def test_token_trigger_and_force_compression(mem: Memory) -> None:
     assert built.history_used == 0  # the huge message does not fit next to the system prompt
 
 
+def test_token_trigger_with_fewer_messages_than_keep_count(mem: Memory) -> None:
+    s = mem.session("few", policy={"context_window": 2048})  # keep_count 4
+    text = "Numbers for the regional report are stable and unremarkable this quarter. " * 45  # ~600 tokens
+    ups = [s.add_message("user" if i % 2 == 0 else "assistant", f"{i}: {text}") for i in range(3)]
+    assert [u.summarized for u in ups] == [False, False, True]
+    assert ups[2].reason == "tokens" and ups[2].folded == 2 and not ups[2].forced
+    assert len(s.messages) == 1 and s.messages[0]["content"].startswith("2:")
+    assert s.token_count() <= 2048 * 0.75
+
+
 def test_on_demand_summary_and_presets(mem: Memory) -> None:
     s = mem.session("od")
     _talk(s, 6)
     up = s.summarize()
     assert up.summarized and up.reason == "manual" and up.folded == 2 and len(s.messages) == 4
-    assert s.summarize().folded == 0  # nothing more to fold, and nothing lost
+    again = s.summarize()
+    assert again.folded == 0 and again.notice is None  # nothing more to fold, and nothing lost
     assert len(s.messages) == 4
     chat = mem.session("preset", preset="chatagent")
     assert (chat.policy.session_summary_message_threshold, chat.policy.session_summary_token_percent) == (50, 80)

@@ -154,7 +154,8 @@ def summarize(session: str = typer.Option(..., "--session", "-s", help="Session 
         raise NotFoundError(f"no session {session!r} for user {user!r}")
     s = m.session(session, user, agent)
     upd = s.summarize()
-    cli.out.print(upd.notice or "", markup=False, highlight=False)
+    if upd.notice:
+        cli.out.print(upd.notice, markup=False, highlight=False)
     if upd.folded or upd.dropped:
         cli.err.print(f"folded {upd.folded} messages ({upd.method}), dropped {upd.dropped}; "
                       f"{len(s.messages)} remain verbatim", markup=False, highlight=False)

@@ -236,11 +236,15 @@ class Session:
         if not reason:
             return SessionUpdate()
         st, pol = self._state, self.policy
-        keep = pol.session_summary_keep_count
-        cut = max(0, len(st.messages) - keep)
-        folded, st_messages = st.messages[:cut], st.messages[cut:]
+        cut = max(0, len(st.messages) - pol.session_summary_keep_count)
+        if cut == 0 and reason == "tokens":
+            cut = len(st.messages) - 1  # the kept messages alone are too many tokens: keep only the newest
+        limit = pol.context_window - reserve_tokens(pol.context_window)
+        if cut <= 0 and not (len(st.messages) > 1 and self.token_count() > limit):
+            return SessionUpdate(reason=reason)  # nothing to fold, nothing to drop
         if self.on_notice is not None:
             self.on_notice(NOTICE)
+        folded = st.messages[:cut]
         errors: list[str] = []
         method = ""
         if folded:
@@ -248,13 +252,11 @@ class Session:
             st.summary, method = res.text, res.method
             if res.error:
                 errors.append(f"summary LLM failed, extractive summary used: {res.error}")
-            st.messages = st_messages
+            st.messages = st.messages[cut:]
             st.folds += 1
             st.folded_messages += len(folded)
         dropped = self._force_compress()
         errors += self._extract(folded + dropped)
-        if not folded and not dropped:
-            return SessionUpdate(reason=reason, notice=NOTICE, errors=tuple(errors))
         return SessionUpdate(summarized=bool(folded), reason=reason, folded=len(folded), dropped=len(dropped),
                              method=method, notice=NOTICE, errors=tuple(errors))
 
