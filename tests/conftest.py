@@ -54,5 +54,5 @@ def run_cli(root: Path, *args: str, input: str | None = None, env: dict[str, str
     """Run the real ``memfold`` command in a subprocess."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "memfold.cli.main", "--root", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "memfold", "--root", str(root), *args],
                           capture_output=True, text=True, input=input, env=full_env, timeout=timeout)

@@ -286,7 +286,9 @@ def demo() -> None:
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except MemfoldError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)
         sys.exit(1)

@@ -251,7 +251,7 @@ class SqliteIndex:
             out: dict[str, MemoryRecord] = {}
             for chunk in range(0, len(ids), 500):
                 part = list(ids[chunk: chunk + 500])
-                q = f"SELECT {_COLS} FROM memories WHERE user_id = ? AND id IN ({','.join('?' * len(part))})"
+                q = f"SELECT {_COLS} FROM memories WHERE +user_id = ? AND id IN ({','.join('?' * len(part))})"
                 for r in self._db.execute(q, [user_id, *part]):
                     out[r[0]] = _row_to_record(r)
         return [out[i] for i in ids if i in out]
