@@ -227,6 +227,11 @@ def stats(user: str = typer.Option("default", "--user", "-u"), as_json: bool = t
         out.print(f"{k}: {v}")
 
 
+from .migrate_cmd import register as _register_migrate  # noqa: E402  (migrate --to postgres DSN)
+
+_register_migrate(app, lambda: State.root, out, err)
+
+
 @app.command("export")
 def export_(file: Optional[Path] = typer.Argument(None, help="Output JSONL file (default stdout)."),
             user: Optional[str] = typer.Option(None, "--user", "-u", help="Only this namespace.")) -> None:

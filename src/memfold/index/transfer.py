@@ -1,0 +1,122 @@
+"""Copy an embedded (SQLite) index into another backend, row for row: records with their
+vectors, terms, hashes and access statistics, history in its order, relations, file states
+and the state store (sessions, pin lists). Nothing is re-embedded."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidInputError, MemoryIndexError
+from ..models import HistoryEntry
+from .base import Index, IndexItem
+from .sqlite import SCHEMA_VERSION, _row_to_record, _ts
+from .sqlite import _COLS as _SQLITE_COLS
+
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class SqliteSource:
+    """A read-only view of an embedded index file."""
+
+    path: Path
+    embedder: str
+    dim: int
+
+    @classmethod
+    def open(cls, path: Path) -> "SqliteSource":
+        if not Path(path).is_file():
+            raise InvalidInputError(f"no embedded index at {path}; nothing to migrate")
+        with _connect(path) as db:
+            try:
+                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            except sqlite3.DatabaseError as exc:
+                raise MemoryIndexError(f"{path} is not a memfold index: {exc}") from exc
+        if int(meta.get("schema_version", 0)) > SCHEMA_VERSION:
+            raise MemoryIndexError(f"{path} has schema version {meta.get('schema_version')}, newer than this "
+                                   f"memfold reads ({SCHEMA_VERSION})")
+        return cls(Path(path), meta.get("embedder", ""), int(meta.get("dim", 0)))
+
+    def user_ids(self) -> list[str]:
+        with _connect(self.path) as db:
+            return [r[0] for r in db.execute(
+                "SELECT user_id FROM memories UNION SELECT user_id FROM history UNION SELECT user_id FROM state "
+                "UNION SELECT user_id FROM files ORDER BY 1")]
+
+
+@dataclass
+class CopyReport:
+    memories: dict[str, int] = field(default_factory=dict)
+    history: int = 0
+    relations: int = 0
+    files: int = 0
+    states: int = 0
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60.0)
+
+
+def _batches(db: sqlite3.Connection, sql: str, args: tuple) -> Iterator[list[tuple]]:
+    cur = db.execute(sql, args)
+    while rows := cur.fetchmany(BATCH):
+        yield rows
+
+
+def copy_index(source: SqliteSource, target: Index, users: list[str] | None = None,
+               progress: Callable[[str, int], None] | None = None) -> CopyReport:
+    """Copy every namespace (or ``users``) of ``source`` into an empty ``target``."""
+    if source.dim != target.dim:
+        raise MemoryIndexError(f"{source.path} holds vectors of dim {source.dim}, the target index has {target.dim}")
+    report = CopyReport()
+    wanted = users if users is not None else source.user_ids()
+    for u in wanted:
+        if target.count(u, active_only=False) or target.list_state(u, "session"):
+            raise InvalidInputError(f"the target index already holds memories of user {u!r}; "
+                                    "migrate into an empty database or schema")
+    with _connect(source.path) as db:
+        for u in wanted:
+            report.memories[u] = _copy_memories(db, u, target, source.dim)
+            if progress:
+                progress(u, report.memories[u])
+            for rows in _batches(db, "SELECT memory_id, user_id, action, at, old_content, new_content, detail "
+                                     "FROM history WHERE user_id = ? ORDER BY n", (u,)):
+                target.append_history([HistoryEntry(r[0], r[1], r[2], _ts(r[3]), r[4], r[5], json.loads(r[6] or "{}"))
+                                       for r in rows])
+                report.history += len(rows)
+            for s, t, rel, strength in db.execute(
+                    "SELECT source_id, target_id, relation, strength FROM relations WHERE user_id = ?", (u,)):
+                target.add_relation(u, s, t, rel, strength)
+                report.relations += 1
+            for f, mtime, size in db.execute("SELECT file, mtime_ns, size FROM files WHERE user_id = ?", (u,)):
+                target.set_file_state(u, f, (int(mtime), int(size)))
+                report.files += 1
+            for kind, key, value in db.execute("SELECT kind, key, value FROM state WHERE user_id = ?", (u,)):
+                target.put_state(u, kind, key, json.loads(value))
+                report.states += 1
+    return report
+
+
+def _copy_memories(db: sqlite3.Connection, user_id: str, target: Index, dim: int) -> int:
+    n = 0
+    # memories_fts has only the columns ns and terms: the memories columns need no table prefix
+    sql = (f"SELECT {_SQLITE_COLS}, m.content_hash, m.embedding, f.terms FROM memories m "
+           "LEFT JOIN memories_fts f ON f.rowid = m.rowid WHERE m.user_id = ? ORDER BY m.rowid")
+    for rows in _batches(db, sql, (user_id,)):
+        items = []
+        for r in rows:
+            rec = _row_to_record(r[:18])
+            vec = np.frombuffer(r[19], dtype=np.float32) if r[19] is not None else None
+            if vec is None or vec.shape[0] != dim:
+                raise MemoryIndexError(f"memory {rec.id} of {user_id!r} has no usable vector in the source index")
+            terms = (r[20] or "") if rec.is_active else None  # archived rows have no terms, as in SQLite
+            items.append(IndexItem(record=rec, vector=vec, terms=terms, content_hash=r[18]))
+        target.upsert(items)
+        n += len(items)
+    return n
