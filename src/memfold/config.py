@@ -42,6 +42,9 @@ class LLMSettings:
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 60.0
     max_retries: int = 2
+    backoff: float = 1.0  # seconds before the first retry; doubles with each further retry
+    json_mode: str = "auto"  # auto | json_object | json_schema | off (see docs/llm.md)
+    max_calls_per_operation: int = 8  # LLM calls one add() may make (extraction + merge decisions)
 
 
 @dataclass(frozen=True)

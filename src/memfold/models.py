@@ -190,6 +190,8 @@ class AddResult:
     merged: tuple[MemoryRecord, ...] = ()  # existing records that absorbed a near-duplicate
     skipped: tuple[str, ...] = ()  # reasons, one per ignored piece of input
     refused: tuple[str, ...] = ()  # reasons, one per refused piece of input (secrets)
+    warnings: tuple[str, ...] = ()  # what went wrong but lost nothing (an LLM failure: content kept as a note)
+    forgotten: tuple[MemoryRecord, ...] = ()  # memories deleted because the input asked to forget them
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -197,4 +199,6 @@ class AddResult:
             "merged": [r.to_dict() for r in self.merged],
             "skipped": list(self.skipped),
             "refused": list(self.refused),
+            "warnings": list(self.warnings),
+            "forgotten": [r.to_dict() for r in self.forgotten],
         }

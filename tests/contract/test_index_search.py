@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from memfold.index.base import Index
+from memfold.index.base import Index, IndexItem
 from memfold.text.terms import fts_document, terms
 
 from .conftest import DIM, item, rec, unit
@@ -63,13 +63,26 @@ def test_keyword_scores_are_fts5_bm25(index: Index) -> None:
     _load(index)
     corpus = {mid: fts_document(text).split() for mid, _, text in CORPUS}
     mine = {mid for mid, user, _ in CORPUS if user == "alice"}
-    for query in ("report coffee", "喜欢 咖啡 report", "上海 shanghai", "the report report"):
-        q = terms(query, query=True)
-        expected = _fts5_bm25(corpus, mine, q)
-        got = dict(index.keyword_search("alice", q, 10))
-        assert got.keys() == expected.keys(), query
-        for mid, s in expected.items():
-            assert got[mid] == pytest.approx(s, rel=1e-9), (query, mid)
+
+    def check() -> None:
+        for query in ("report coffee", "喜欢 咖啡 report", "上海 shanghai", "the report report"):
+            q = terms(query, query=True)
+            expected = _fts5_bm25(corpus, mine, q)
+            got = dict(index.keyword_search("alice", q, 10))
+            assert got.keys() == expected.keys(), query
+            for mid, s in expected.items():
+                assert got[mid] == pytest.approx(s, rel=1e-9), (query, mid)
+
+    check()
+    # the statistics follow archiving, deletion and new terms
+    index.upsert([IndexItem(record=index.get("alice", ["zh2"])[0].with_(is_active=False))])
+    index.delete("alice", ["en3"])
+    index.upsert([IndexItem(record=index.get("alice", ["en1"])[0], terms="report report coffee")])
+    for gone in ("zh2", "en3"):
+        del corpus[gone]
+        mine.discard(gone)
+    corpus["en1"] = ["report", "report", "coffee"]
+    check()
 
 
 def test_keyword_ranking_prefers_more_and_rarer_matches(index: Index) -> None:

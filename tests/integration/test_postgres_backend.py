@@ -74,7 +74,8 @@ def test_schema_has_the_seed_columns_and_one_version_row(pg_dsn: str, pg_server)
             "access_count": "integer", "last_accessed_at": "timestamp with time zone", "is_active": "boolean",
             "confidence": "double precision"}
     assert {k: cols.get(k) for k in seed} == seed
-    assert pg_server.execute(f"SELECT version FROM {schema}.memfold_schema_version") == [(SCHEMA_VERSION,)]
+    assert pg_server.execute(f"SELECT version FROM {schema}.memfold_schema_version ORDER BY 1") == [
+        (v,) for v in range(1, SCHEMA_VERSION + 1)]
     idx = dict(pg_server.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)))
     assert "USING hnsw (embedding vector_cosine_ops)" in idx["user_memories_embedding"]
     assert "USING gin (terms)" in idx["user_memories_terms"]
@@ -89,6 +90,29 @@ def test_a_newer_schema_is_refused(pg_dsn: str, pg_server) -> None:  # type: ign
                       (SCHEMA_VERSION + 1,))
     with pytest.raises(MemoryIndexError, match="newer than this memfold supports"):
         PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+
+
+def test_upgrading_a_version_1_database_backfills_keyword_statistics(pg_dsn: str, pg_server) -> None:  # type: ignore[no-untyped-def]
+    ix = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+    vec = np.eye(8, dtype=np.float32)[0]
+    ix.upsert([IndexItem(_rec(i), vec, f"kiwi {'mango ' * i}word{i}") for i in range(6)])
+    ix.delete("u", ["m5"])
+    ix.upsert([IndexItem(_rec(4).with_(is_active=False))])
+    scores = ix.keyword_search("u", ["kiwi", "mango"], 10)
+    ix.close()
+    schema = pg_dsn.split("search_path=")[1].split(",")[0]
+    # back to what a version-1 database looks like, rows and all
+    pg_server.execute(f"DROP TRIGGER user_memories_term_stats ON {schema}.user_memories")
+    pg_server.execute(f"DROP TABLE {schema}.memory_term_stats")
+    pg_server.execute(f"DROP FUNCTION {schema}.memfold_term_stats()")
+    pg_server.execute(f"DELETE FROM {schema}.memfold_schema_version WHERE version > 1")
+    ix = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+    try:
+        assert pg_server.execute(f"SELECT max(version) FROM {schema}.memfold_schema_version") == [(SCHEMA_VERSION,)]
+        assert [m for m, _ in ix.keyword_search("u", ["kiwi", "mango"], 10)] == [m for m, _ in scores]
+        assert [s for _, s in ix.keyword_search("u", ["kiwi", "mango"], 10)] == pytest.approx([s for _, s in scores])
+    finally:
+        ix.close()
 
 
 def test_concurrent_first_opens_migrate_once(pg_dsn: str, pg_server) -> None:  # type: ignore[no-untyped-def]
@@ -110,7 +134,7 @@ def test_concurrent_first_opens_migrate_once(pg_dsn: str, pg_server) -> None:  #
         ix.close()
     assert errors == [] and len(opened) == 6
     schema = pg_dsn.split("search_path=")[1].split(",")[0]
-    assert pg_server.execute(f"SELECT count(*) FROM {schema}.memfold_schema_version") == [(1,)]
+    assert pg_server.execute(f"SELECT count(*) FROM {schema}.memfold_schema_version") == [(SCHEMA_VERSION,)]
 
 
 def test_hnsw_search_is_used_and_finds_the_exact_neighbours(pg_dsn: str) -> None:

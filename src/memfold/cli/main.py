@@ -227,6 +227,11 @@ def stats(user: str = typer.Option("default", "--user", "-u"), as_json: bool = t
         out.print(f"{k}: {v}")
 
 
+from .llm_cmd import register as _register_llm  # noqa: E402  (doctor: check the embedder and LLM endpoints)
+
+_register_llm(app, lambda: State.root)
+
+
 from .migrate_cmd import register as _register_migrate  # noqa: E402  (migrate --to postgres DSN)
 
 _register_migrate(app, lambda: State.root, out, err)

@@ -49,7 +49,8 @@ class Memory:
         self._policies: dict[str, Policy] = {}
         self._stores: dict[str, UserStore] = {}
         self._lock = threading.RLock()
-        self.writer = WritePath(self._store, self.policy)
+        self.writer = WritePath(self._store, self.policy, llm=self.settings.llm,
+                                forget=lambda query, user: self.forget(query, user, dry_run=True))
         self.retriever = Retriever(self._store, self.policy)
         self.policy("default")  # validate argument overrides at construction
 
@@ -246,6 +247,7 @@ class Memory:
         out.update(user_id=user_id, memory_md_chars=len(mem.read_text(encoding="utf-8")) if mem.exists() else 0,
                    files=st.space.memory_files(), backups=len(st.space.backups()),
                    embedder=self.embedder.name, index=self.settings.index.backend)
+        out["llm_usage"] = self.writer.llm_usage(user_id)  # calls and tokens per operation (SPEC §4.6)
         return out
 
     # ---- conversation: sessions, pin lists, context (SPEC §6-7) ---------------------------------

@@ -1,4 +1,7 @@
-"""The write path without an LLM (SPEC §4): input → guard → extraction → dedupe → persist."""
+"""The write path (SPEC §4): input → guard → extraction → dedupe → persist.
+
+Without an LLM, extraction is rule-based and a changed near-duplicate replaces the old record;
+with one (``llm_write``), one extraction call per add and LLM merge decisions."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,9 +18,18 @@ from ..models import EPISODIC, AddResult, HistoryEntry, MemoryRecord, MemoryType
 from ..policy import Policy
 from ..text import extraction
 from ..text.memory_markdown import clean_content
+from ..text.forget import find_request
 from ..text.secrets import find_secret
+from . import forget_requests, merge
 from . import records as rec
+from .llm_calls import LLMCalls
+from .llm_extract import SourceTurns
+from .llm_write import Decisions, LLMWriteSteps, note_records
 from .store import UserStore, file_for
+
+if TYPE_CHECKING:
+    from ..config import LLMSettings
+    from ..providers.chat import ChatModel
 
 log = logging.getLogger("memfold")
 MAX_CONTENT_CHARS = 20_000
@@ -60,9 +72,16 @@ def parse_messages(data: Sequence[Any]) -> list[Message]:
 
 
 class WritePath:
-    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy]):
+    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], *,
+                 llm: "LLMSettings | ChatModel | None" = None, forget: forget_requests.FinderFn | None = None):
         self._store = store
         self._policy = policy
+        self.llm = LLMWriteSteps(llm)  # llm.chat is None: the deterministic path
+        self._find_forget = forget  # (query, user_id) -> the memories a forget request matches
+
+    def llm_usage(self, user_id: str) -> dict[str, Any]:
+        """LLM calls and tokens spent on this namespace (``memfold stats``)."""
+        return self.llm.usage(self._store(user_id).index, user_id)
 
     def add(self, data: str | Sequence[Any], user_id: str, *, memory_type: str | MemoryType | None = None,
             importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
@@ -75,6 +94,11 @@ class WritePath:
         skipped: list[str] = []
         refused: list[str] = []
         cands: list[Candidate] = []
+        warnings: list[str] = []
+        forgets: list[tuple[int, str | None]] = []  # forget requests: (message index, query | None = last add)
+        turn_of: dict[str, int] = {}  # candidate id -> index of the message it came from
+        source = SourceTurns()  # what the LLM extracts from
+        calls = self.llm.begin()
         if isinstance(data, str):
             text = clean_content(data)
             if not text:
@@ -83,18 +107,31 @@ class WritePath:
             kind = find_secret(text)
             if kind:
                 raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
-            t, data_rules = extraction.classify(text) if mtype is None else (mtype, {})
-            cands.append(Candidate(self._record(
-                user_id, t, text, now, importance if importance is not None else DEFAULT_IMPORTANCE.get(t, 0.5),
-                structured_data or data_rules, tuple(source_ids), agent_id, session_id), "text"))
+            req = find_request(text)
+            if req is not None:  # "forget that …" / "别记…": nothing of this text is stored
+                skipped.append("the text asks not to remember something; nothing stored")
+                if req.query or req.points_back:
+                    forgets.append((0, req.query))
+            else:
+                t, data_rules = extraction.classify(text) if mtype is None else (mtype, {})
+                cands.append(Candidate(self._record(
+                    user_id, t, text, now, importance if importance is not None else DEFAULT_IMPORTANCE.get(t, 0.5),
+                    structured_data or data_rules, tuple(source_ids), agent_id, session_id), "text"))
         else:
             messages = parse_messages(data)
+            fplan = forget_requests.plan(messages, USER_ROLES)
+            forgets.extend(fplan.requests)
+            all_src: list[str] = []
             prev = ""
             for i, m in enumerate(messages):
                 text = clean_content(m.content)
                 label = m.turn_id or f"message {i}"
                 if not text:
                     skipped.append(f"{label}: empty")
+                    continue
+                if i in fplan.dropped:
+                    skipped.append(f"{label}: {fplan.dropped[i]}")
+                    prev = ""
                     continue
                 kind = find_secret(text)
                 if kind:
@@ -104,6 +141,7 @@ class WritePath:
                 self._check_size(text)
                 when = m.timestamp or now
                 src = (m.turn_id,) if m.turn_id else tuple(source_ids)
+                n_before = len(cands)
                 if m.role in USER_ROLES:
                     speaker = f"{m.name}: " if m.name else ""
                     context = f"{when.date().isoformat()} {prev}\n{speaker}".strip() if prev else \
@@ -112,17 +150,54 @@ class WritePath:
                         user_id, MemoryType.EVENT, text, when, importance if importance is not None else 0.3,
                         {"role": m.role, **({"speaker": m.name} if m.name else {})}, src, agent_id, session_id,
                         file=EPISODIC, context=context), "turn"))
-                    if infer:
+                    if infer and calls is None:  # rules; with an LLM, one extraction call below
                         for ex in extraction.extract(text):
                             t = mtype or ex.memory_type
                             cands.append(Candidate(self._record(
                                 user_id, t, ex.content, when, importance if importance is not None else ex.importance,
                                 ex.structured_data, src, agent_id, session_id), "extracted"))
                 prev = (f"{m.name}: " if m.name else "") + text
-        if not cands:
-            return AddResult(skipped=tuple(skipped), refused=tuple(refused))
-        added, merged = self._dedupe_and_persist(user_id, cands)
-        return AddResult(added=tuple(added), merged=tuple(merged), skipped=tuple(skipped), refused=tuple(refused))
+                turn_of.update((c.record.id, i) for c in cands[n_before:])
+                source.add(m.name or m.role.capitalize(), text, when.date().isoformat(), m.role in USER_ROLES)
+                all_src.extend(s for s in src if m.role in USER_ROLES and s not in all_src)
+            if infer and calls is not None and source.user_text:
+                last = next((m.timestamp for m in reversed(messages) if m.timestamp), None) or now
+                cands.extend(self._llm_candidates(user_id, calls, source, last, mtype, importance, tuple(all_src),
+                                                  agent_id, session_id, warnings, refused))
+        store = self._store(user_id)
+        try:
+            added, merged = self._dedupe_and_persist(user_id, cands, calls, warnings) if cands else ([], [])
+            forgotten = forget_requests.apply(store, user_id, forgets, self._find_forget, turn_of) if forgets else []
+            if added:
+                last_turn = max((turn_of[r.id] for r in added if r.id in turn_of), default=None)
+                single = len(source.user_text) <= 1
+                forget_requests.remember_last_add(store.index, user_id, [
+                    r.id for r in added if turn_of.get(r.id, -1) == last_turn or (r.id not in turn_of and single)])
+        finally:
+            self.llm.finish(store, user_id, calls)
+        return AddResult(added=tuple(added), merged=tuple(merged), skipped=tuple(skipped), refused=tuple(refused),
+                         warnings=tuple(warnings), forgotten=tuple(forgotten))
+
+    def _llm_candidates(self, user_id: str, calls: LLMCalls, source: SourceTurns, when: datetime,
+                        mtype: MemoryType | None, importance: float | None, src: tuple[str, ...],
+                        agent_id: str | None, session_id: str | None, warnings: list[str],
+                        refused: list[str]) -> list[Candidate]:
+        """One LLM extraction over the accepted turns; when it fails, what the user said is kept
+        as a note in the day's note file and the failure is reported (never dropped)."""
+        store = self._store(user_id)
+        ext = self.llm.extract(calls, source, default_language=store.space.language,
+                               today=when.strftime("%Y-%m-%d (%A)"))
+        refused.extend(ext.refused)
+        if ext.error is None:
+            return [Candidate(self._record(user_id, mtype or ex.memory_type, ex.content, when,
+                                           importance if importance is not None else ex.importance,
+                                           ex.structured_data, src, agent_id, session_id), "extracted")
+                    for ex in ext.memories]
+        notes = note_records(source, when, MAX_CONTENT_CHARS)
+        warnings.append(f"{ext.error}; what the user said was kept as a note in {notes[0][2]}")
+        log.warning("%s; kept %d note(s) for %s instead", ext.error, len(notes), user_id)
+        return [Candidate(self._record(user_id, t, content, when, 0.5, {"kept": "LLM extraction failed"}, src,
+                                       agent_id, session_id, file=rel), "kept") for t, content, rel in notes]
 
     @staticmethod
     def _check_size(text: str) -> None:
@@ -139,22 +214,33 @@ class WritePath:
                          agent_id=agent_id, source_session_id=session_id, file="", context=context)
         return r.with_(file=file if file is not None else file_for(r))
 
-    def _dedupe_and_persist(self, user_id: str, cands: list[Candidate]) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    def _dedupe_and_persist(self, user_id: str, cands: list[Candidate], calls: LLMCalls | None = None,
+                            warnings: list[str] | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         store = self._store(user_id)
         vecs = store.embedder.embed([rec.index_text(c.record) for c in cands])
+        decisions = None  # None: the deterministic rule; else the LLM's answers, asked outside the lock
+        if calls is not None:
+            store.sync()
+            decisions = self.llm.decide(calls, store, user_id, [c.record for c in cands], vecs,
+                                        self._policy(user_id).dedupe_threshold,
+                                        {i for i, c in enumerate(cands) if c.origin == "kept"})
+            if warnings is not None:
+                warnings.extend(f"{d.rule}; kept both memories ({d.old_id} and the new one)"
+                                for d, _ in decisions.values() if d.rule != "llm")
         with store.space.lock:  # the duplicate check and the write must see the same state
             store.sync()
-            return self._persist_locked(user_id, store, cands, vecs)
+            return self._persist_locked(user_id, store, cands, vecs, decisions)
 
-    def _persist_locked(self, user_id: str, store: UserStore, cands: list[Candidate], vecs: np.ndarray
-                        ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    def _persist_locked(self, user_id: str, store: UserStore, cands: list[Candidate], vecs: np.ndarray,
+                        decisions: Decisions | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         threshold = self._policy(user_id).dedupe_threshold
         near = store.index.vector_search_many(user_id, vecs, 3)
         hit_ids = sorted({mid for row in near for mid, s in row if s >= threshold})
         existing = {r.id: r for r in store.index.get(user_id, hit_ids)}
         keep: list[int] = []
         updates: dict[str, MemoryRecord] = {}
-        replaced: list[tuple[MemoryRecord, int]] = []
+        replaced: list[tuple[MemoryRecord, int, merge.MergeDecision]] = []
+        incoming: dict[int, str] = {}  # what a merged candidate said before the merge
         for i, c in enumerate(cands):
             episodic = c.record.file == EPISODIC
             twin = None
@@ -181,13 +267,27 @@ class WritePath:
             same_words = twin.content.strip().lower() == c.record.content.strip().lower()
             if episodic or same_words:
                 updates[twin.id] = _absorb(updates.get(twin.id, twin), c.record)
-            else:  # the deterministic rule: a changed near-duplicate replaces the old one (newest wins)
-                replaced.append((twin, i))
+            else:  # a changed near-duplicate: the LLM's decision, or the rule "newest wins" without an LLM
+                decision, vec = self.llm.decision_for(i, twin, decisions)
+                if decision.action == "merge":
+                    incoming[i] = c.record.content
+                    cands[i] = Candidate(merge.merged_record(twin, c.record, decision), c.origin)
+                    vecs[i] = vec
+                if decision.action != "keep_both":
+                    replaced.append((twin, i, decision))
                 keep.append(i)
         new_records = [cands[i].record for i in keep]
         history = [HistoryEntry(r.id, user_id, "add", utcnow(), None, r.content,
                                 {"type": r.memory_type.value, "file": r.file or "index", "origin": cands[i].origin})
                    for i, r in zip(keep, new_records)]
+        for old, i, decision in replaced:  # the new record's history names the one it supersedes
+            if decision.rule == "llm":
+                n = keep.index(i)
+                detail = dict(history[n].detail, supersedes=old.id, reason=decision.reason, rule="llm")
+                if i in incoming:
+                    detail["incoming"] = incoming[i]
+                history[n] = HistoryEntry(new_records[n].id, user_id, decision.action, utcnow(), old.content,
+                                          new_records[n].content, detail)
         store.append(new_records, vecs[keep] if keep else np.zeros((0, vecs.shape[1]), np.float32), history)
         merged: list[MemoryRecord] = []
         for mid, new in updates.items():
@@ -199,10 +299,13 @@ class WritePath:
             else:
                 store.rewrite(old, new, "merge", {"source_ids": list(new.source_ids), "rule": "duplicate"})
             merged.append(new)
-        for old, i in replaced:
+        for old, i, decision in replaced:
             newer = cands[i].record
-            store.archive(old, newer.id, {"rule": "newest wins", "similar_to": newer.id})
-            store.index.add_relation(user_id, newer.id, old.id, "contradicts", 1.0)
+            detail = {"rule": decision.rule, "similar_to": newer.id}
+            if decision.rule == "llm":
+                detail.update(action=decision.action, reason=decision.reason, new_content=newer.content)
+            store.archive(old, newer.id, detail)
+            store.index.add_relation(user_id, newer.id, old.id, decision.relation, 1.0)
         return new_records, merged
 
 

@@ -126,9 +126,41 @@ def _v1(dim: int) -> list[str]:
     ) if s]
 
 
+def _v2(dim: int) -> list[str]:
+    """BM25 needs the number of searchable rows and their total length at every query; counting
+    them per query costs a scan of the table, so a trigger keeps the totals in a few shard rows
+    (by backend pid, so that concurrent writers rarely wait on the same row)."""
+    return [
+        """CREATE TABLE IF NOT EXISTS memory_term_stats (
+            shard INTEGER PRIMARY KEY, nrow BIGINT NOT NULL DEFAULT 0, ntok BIGINT NOT NULL DEFAULT 0)""",
+        """CREATE OR REPLACE FUNCTION memfold_term_stats() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE dn BIGINT := 0; dt BIGINT := 0;
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.terms IS NOT NULL THEN
+                dn := dn - 1; dt := dt - 1 - cardinality(OLD.terms);
+            END IF;
+            IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.terms IS NOT NULL THEN
+                dn := dn + 1; dt := dt + 1 + cardinality(NEW.terms);
+            END IF;
+            IF dn <> 0 OR dt <> 0 THEN
+                INSERT INTO memory_term_stats AS s VALUES (pg_backend_pid() % 8, dn, dt)
+                ON CONFLICT (shard) DO UPDATE SET nrow = s.nrow + EXCLUDED.nrow, ntok = s.ntok + EXCLUDED.ntok;
+            END IF;
+            RETURN NULL;
+        END $$""",
+        "DROP TRIGGER IF EXISTS user_memories_term_stats ON user_memories",
+        "CREATE TRIGGER user_memories_term_stats AFTER INSERT OR DELETE OR UPDATE OF terms ON user_memories "
+        "FOR EACH ROW EXECUTE FUNCTION memfold_term_stats()",
+        "DELETE FROM memory_term_stats",
+        "INSERT INTO memory_term_stats SELECT 0, count(*), count(*) + coalesce(sum(cardinality(terms)), 0) "
+        "FROM user_memories WHERE terms IS NOT NULL",
+    ]
+
+
 # version -> (description, statements for a given vector dimension). Append, never edit.
 MIGRATIONS: dict[int, tuple[str, Any]] = {
     1: ("memories, relations, history, file states, state store, access log; HNSW + GIN indexes", _v1),
+    2: ("keyword statistics (searchable rows, total length) kept by a trigger", _v2),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -28,11 +28,11 @@ _COL_LIST = [c.strip() for c in _COLS.split(",")]
 _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 
 # BM25 exactly as SQLite FTS5's bm25() over (ns, terms) computes it: the namespace column adds one
-# token to every row's length; N, avgdl and document frequencies count every searchable row.
+# token to every row's length; N, avgdl and document frequencies count every searchable row
+# (N and the total length come from memory_term_stats, kept by a trigger: see pg_schema._v2).
 _BM25 = """
 WITH q AS (SELECT DISTINCT t AS term FROM unnest(%(terms)s::text[]) AS t),
-g AS (SELECT count(*)::float8 AS nrow, (count(*) + coalesce(sum(cardinality(terms)), 0))::float8 AS ntok
-      FROM user_memories WHERE terms IS NOT NULL),
+g AS (SELECT nullif(sum(nrow), 0)::float8 AS nrow, sum(ntok)::float8 AS ntok FROM memory_term_stats),
 w AS (SELECT q.term, greatest(ln((g.nrow - h.hits + 0.5) / (h.hits + 0.5)), 0) AS idf FROM q CROSS JOIN g
       CROSS JOIN LATERAL (SELECT count(*)::float8 AS hits FROM user_memories m WHERE m.terms @> ARRAY[q.term]) h),
 c AS (SELECT id, n, terms FROM user_memories WHERE user_id = %(user)s AND terms && %(terms)s::text[])
