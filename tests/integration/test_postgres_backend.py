@@ -166,6 +166,7 @@ def test_hnsw_search_is_used_and_finds_the_exact_neighbours(pg_dsn: str) -> None
             assert len(got) == 10 and all(m in {f"m{i}" for i in range(2000)} for m, _ in got)
             found += len(exact & {m for m, _ in got})
         assert found / 200 >= 0.95  # recall@10 of the approximate index against brute force
+        assert ix.storage_bytes() > vecs.nbytes  # tables + HNSW/GIN indexes hold at least the raw vectors
         small = ix.vector_search("small", queries[0], 10)
         assert len(small) == 10 and all(int(m[1:]) >= 2000 for m, _ in small)
     finally:

@@ -336,6 +336,14 @@ class PostgresIndex:
                 "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
 
+    def storage_bytes(self) -> int:
+        """Size on disk of the index's tables with their indexes and TOAST (for ``memfold bench``)."""
+        with self._cur() as cur:
+            cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
+                        (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
+                          "memory_access_log", "memory_term_stats", "memfold_meta", "memfold_schema_version"],))
+            return int(cur.fetchone()[0])
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
