@@ -29,7 +29,11 @@ class Policy:
     score_weight_time: float = 0.2
     score_weight_importance: float = 0.2
     decay_tau_days: float = 30.0
-    fusion_keyword_weight: float = 0.5
+    fusion_keyword_weight: float = 0.55
+    candidate_pool_min: int = 20
+    score_bonus_speaker: float = 0.2
+    score_penalty_question: float = 0.1
+    query_last_line_weight: float = 0.5
     backup_keep: int = 20
     context_window: int = 32768  # tokens the chat model accepts (sessions and build_context fit in it)
     token_encoding: str = "o200k_base"  # toktok encoding used to count tokens
@@ -68,6 +72,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_weight_importance": (0.0, 1.0),
     "decay_tau_days": (0.01, 36_500),
     "fusion_keyword_weight": (0.0, 1.0),
+    "candidate_pool_min": (1, 10_000),
+    "score_bonus_speaker": (0.0, 1.0),
+    "score_penalty_question": (0.0, 1.0),
+    "query_last_line_weight": (0.0, 4.0),
     "backup_keep": (1, 10_000),
     "context_window": (512, 10_000_000),
 }

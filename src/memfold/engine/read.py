@@ -1,5 +1,10 @@
-"""The read path (SPEC §5): keyword + vector candidates (2k each), weighted fusion,
-rescoring by similarity, recency of access and importance, then access statistics."""
+"""The read path (SPEC §5): keyword + vector candidates (2k each, at least ``candidate_pool_min``),
+weighted fusion, rescoring by similarity, recency of access and importance, then access statistics.
+
+Two query-aware adjustments of the similarity, both policy keys (0 turns them off): a memory
+spoken by someone the query names gains ``score_bonus_speaker``; a memory that is itself a
+question loses ``score_penalty_question`` (it asks rather than tells). A multi-line query (a
+conversation excerpt) is embedded whole plus ``query_last_line_weight`` × its last line."""
 
 from __future__ import annotations
 
@@ -7,9 +12,11 @@ import math
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
+
 from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, SearchHit, utcnow
 from ..policy import Policy
-from ..providers.embedder import embed_query
+from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.userspace import daily_rel
 from .store import UserStore
@@ -32,6 +39,35 @@ def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyw
     return out
 
 
+def query_vector(embedder: Embedder, query: str, last_line_weight: float) -> np.ndarray:
+    """The query's vector; for a conversation excerpt (several lines with words), the whole text's
+    vector plus ``last_line_weight`` times the last line's (the latest message says most), normalised."""
+    vec = embed_query(embedder, [query])[0]
+    if last_line_weight <= 0:
+        return vec
+    lines = [ln for ln in query.splitlines() if terms(ln)]
+    if len(lines) < 2:
+        return vec
+    mixed = vec + last_line_weight * embed_query(embedder, [lines[-1]])[0]
+    norm = float(np.linalg.norm(mixed))
+    return (mixed / norm).astype(np.float32) if norm > 1e-9 else vec
+
+
+def is_question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
+
+
+def adjustment(r: MemoryRecord, qterms: set[str], pol: Policy) -> float:
+    """Query-aware change of a candidate's similarity: speaker named by the query, question turns."""
+    delta = 0.0
+    speaker = r.structured_data.get("speaker")
+    if pol.score_bonus_speaker and isinstance(speaker, str) and qterms & set(terms(speaker)):
+        delta += pol.score_bonus_speaker
+    if pol.score_penalty_question and is_question(r.content):
+        delta -= pol.score_penalty_question
+    return delta
+
+
 class Retriever:
     def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy]):
         self._store = store
@@ -45,10 +81,12 @@ class Retriever:
         k = limit or pol.retrieve_limit
         store.sync()
         qterms = terms(query, query=True)
-        want = 2 * k if memory_type is None and include_episodic else 8 * k
+        want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-        vector = store.index.vector_search(user_id, embed_query(store.embedder, [query])[0], want)
+        vector = store.index.vector_search(user_id, query_vector(store.embedder, query, pol.query_last_line_weight),
+                                           want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
+        qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
         now = now or utcnow()
         hits: list[SearchHit] = []
@@ -60,6 +98,7 @@ class Retriever:
                 continue
             if not include_episodic and r.file == EPISODIC:
                 continue
+            sim += adjustment(r, qset, pol)
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))

@@ -144,8 +144,8 @@ class WritePath:
                 n_before = len(cands)
                 if m.role in USER_ROLES:
                     speaker = f"{m.name}: " if m.name else ""
-                    context = f"{when.date().isoformat()} {prev}\n{speaker}".strip() if prev else \
-                        f"{when.date().isoformat()} {speaker}".strip()
+                    day = f"{when:%Y-%m-%d %B %Y}"  # the date in words too: "in May 2023" matches
+                    context = f"{day} {prev}\n{speaker}".strip() if prev else f"{day} {speaker}".strip()
                     cands.append(Candidate(self._record(
                         user_id, MemoryType.EVENT, text, when, importance if importance is not None else 0.3,
                         {"role": m.role, **({"speaker": m.name} if m.name else {})}, src, agent_id, session_id,
@@ -249,11 +249,10 @@ class WritePath:
                 if s >= threshold and old is not None and old.is_active and (old.file == EPISODIC) == episodic:
                     twin = old
                     break
-            if twin is None:  # also look among the earlier candidates of this call
-                for j in keep:
-                    if (cands[j].record.file == EPISODIC) == episodic and float(vecs[i] @ vecs[j]) >= threshold:
-                        twin = cands[j].record
-                        break
+            if twin is None:  # also look among the earlier candidates of this call (one product, no loop)
+                close = np.flatnonzero(vecs[keep] @ vecs[i] >= threshold) if keep else ()
+                twin = next((cands[keep[x]].record for x in close
+                             if (cands[keep[x]].record.file == EPISODIC) == episodic), None)
                 if twin is not None and twin.content.strip().lower() != c.record.content.strip().lower() \
                         and not episodic:
                     keep.append(i)  # a near-duplicate with different words within one call: keep both

@@ -75,17 +75,24 @@ class VectorMatrix:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
 
-    def search_many(self, queries: np.ndarray, limit: int) -> list[list[tuple[str, float]]]:
-        """Top ``limit`` per row of ``queries`` (one matrix product for the whole batch)."""
+    def search_many(self, queries: np.ndarray, limit: int, chunk: int = 256) -> list[list[tuple[str, float]]]:
+        """Top ``limit`` per row of ``queries``: one matrix product per ``chunk`` rows (bounded memory)
+        and one vectorised partial sort per chunk."""
         if self.n == 0 or limit <= 0 or len(queries) == 0:
             return [[] for _ in range(len(queries))]
-        scores = queries.astype(np.float32, copy=False) @ self.mat[: self.n].T
-        if self.dead:
-            scores[:, ~self.alive[: self.n]] = -np.inf
+        q = queries.astype(np.float32, copy=False)
         k = min(limit, self.n)
-        out = []
-        for row in scores:
-            top = np.argpartition(-row, k - 1)[:k] if k < self.n else np.arange(self.n)
-            top = top[np.argsort(-row[top], kind="stable")]
-            out.append([(self.ids[i], float(row[i])) for i in top if np.isfinite(row[i])])
+        dead = ~self.alive[: self.n] if self.dead else None
+        out: list[list[tuple[str, float]]] = []
+        for start in range(0, len(q), chunk):
+            scores = q[start: start + chunk] @ self.mat[: self.n].T
+            if dead is not None:
+                scores[:, dead] = -np.inf
+            top = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < self.n else \
+                np.broadcast_to(np.arange(self.n), (len(scores), self.n))
+            vals = np.take_along_axis(scores, top, axis=1)
+            order = np.argsort(-vals, axis=1, kind="stable")
+            top, vals = np.take_along_axis(top, order, axis=1), np.take_along_axis(vals, order, axis=1)
+            out.extend([(self.ids[i], float(v)) for i, v in zip(row_ids, row_vals) if np.isfinite(v)]
+                       for row_ids, row_vals in zip(top.tolist(), vals.tolist()))
         return out

@@ -11,7 +11,8 @@ _CJK = (
     "\u3040-\u30ff"  # kana
     "\uac00-\ud7af"  # hangul
 )
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+# a word is a run of letters/digits that are not CJK: "用Python写代码" is 用, python, 写代码
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 
 # Function words that carry no topic; removing them sharpens BM25 on questions.
