@@ -294,6 +294,12 @@ def demo() -> None:
     run_demo(State.memory(), out)
 
 
+from .eval_cmd import bench, eval_app  # noqa: E402  (measurement commands live in their own module)
+
+app.add_typer(eval_app, name="eval")
+app.command()(bench)
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)

@@ -1,0 +1,128 @@
+"""memfold vs mem0 on the same synthetic memories, the same embedder, in one process.
+
+Both stores get the bundled USE embedder (mem0's ``embedding_model`` is replaced by an adapter
+around the very same object), mem0 stores into FAISS (or local Qdrant) and adds with
+``infer=False`` so no LLM is called. Reported: ingest throughput (one ``add`` with a list of
+messages per batch, and one message per ``add``), search latency p50/p95/p99 with top-10, and
+memfold/mem0 ratios.
+
+mem0 is not a dependency of memfold; run this in an environment that has both:
+
+    python -m venv /tmp/mem0venv
+    /tmp/mem0venv/bin/pip install mem0ai faiss-cpu -e .
+    MEM0_TELEMETRY=false /tmp/mem0venv/bin/python benchmarks/mem0_compare.py --n 10000 --out benchmarks/results/mem0_10k.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("MEM0_TELEMETRY", "false")  # no posthog calls from this process
+os.environ.setdefault("OPENAI_API_KEY", "unused-with-infer-false")  # mem0 builds its default LLM client eagerly
+
+from memfold import Memory  # noqa: E402
+from memfold.eval.bench import percentiles, synthetic_queries, synthetic_texts  # noqa: E402
+from memfold.providers.embedder import UseEmbedder  # noqa: E402
+
+BATCH = 1000
+
+
+class SameEmbedder:
+    """mem0's embedder interface over memfold's USE instance (one model, both stores)."""
+
+    def __init__(self, inner: UseEmbedder):
+        self.inner = inner
+        self.config = None
+
+    def embed(self, text, memory_action=None):  # noqa: ANN001 - mem0's signature
+        return self.inner.embed([text])[0].tolist()
+
+    def embed_batch(self, texts, memory_action="add"):  # noqa: ANN001
+        return [v.tolist() for v in self.inner.embed(list(texts))]
+
+
+def time_store(name: str, add_batch, add_one, search, texts: list[str], queries: list[str], n: int,
+               n_single: int) -> dict:
+    t0 = time.perf_counter()
+    for i in range(0, n, BATCH):
+        add_batch(texts[i: min(i + BATCH, n)])
+    batch_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for t in texts[n: n + n_single]:
+        add_one(t)
+    single_s = time.perf_counter() - t0
+    search(queries[0])
+    lat = []
+    for q in queries:
+        t0 = time.perf_counter()
+        search(q)
+        lat.append(time.perf_counter() - t0)
+    out = {"store": name, "ingest_batch_per_s": round(n / batch_s, 1),
+           "ingest_single_per_s": round(n_single / single_s, 1), "search_ms": percentiles(lat)}
+    print(json.dumps(out), file=sys.stderr, flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--single", type=int, default=200)
+    ap.add_argument("--vector-store", choices=("faiss", "qdrant"), default="faiss")
+    ap.add_argument("--out", type=Path, default=Path("mem0_compare.json"))
+    args = ap.parse_args()
+
+    from mem0 import Memory as Mem0  # imported here: a missing mem0 should fail with its own message
+
+    emb = UseEmbedder()
+    texts = synthetic_texts(args.n + args.single)
+    queries = synthetic_queries(args.queries)
+    tmp = Path(tempfile.mkdtemp(prefix="mem0-compare-"))
+    try:
+        mf = Memory(root=tmp / "memfold", embedder=emb)
+        mf_res = time_store(
+            "memfold",
+            lambda chunk: mf.add([{"role": "user", "content": t} for t in chunk], "bench", infer=False),
+            lambda t: mf.add([{"role": "user", "content": t}], "bench", infer=False),
+            lambda q: mf.search(q, "bench", limit=10, record_access=False),
+            texts, queries, args.n, args.single)
+        mf.close()
+
+        store_cfg = {"collection_name": "bench", "path": str(tmp / "mem0-store"), "embedding_model_dims": emb.dim}
+        if args.vector_store == "qdrant":
+            store_cfg["on_disk"] = True
+        m0 = Mem0.from_config({"vector_store": {"provider": args.vector_store, "config": store_cfg},
+                               "history_db_path": str(tmp / "mem0-history.db")})
+        m0.embedding_model = SameEmbedder(emb)
+        m0_res = time_store(
+            f"mem0 ({args.vector_store})",
+            lambda chunk: m0.add([{"role": "user", "content": t} for t in chunk], user_id="bench", infer=False),
+            lambda t: m0.add([{"role": "user", "content": t}], user_id="bench", infer=False),
+            lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
+            texts, queries, args.n, args.single)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ratios = {
+        "ingest_batch (memfold/mem0, higher is better)":
+            round(mf_res["ingest_batch_per_s"] / m0_res["ingest_batch_per_s"], 2),
+        "ingest_single (memfold/mem0, higher is better)":
+            round(mf_res["ingest_single_per_s"] / m0_res["ingest_single_per_s"], 2),
+        "search_p50 (mem0/memfold, higher is better)":
+            round(m0_res["search_ms"]["p50"] / max(mf_res["search_ms"]["p50"], 1e-6), 2),
+    }
+    report = {"n": args.n, "embedder": emb.name, "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
+              "memfold": mf_res, "mem0": m0_res, "ratios": ratios}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""``memfold eval locomo|madial`` and ``memfold bench``: measurements printed as tables or JSON.
+
+Heavy imports happen inside the commands so that ``memfold --help`` stays fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval quality on public benchmarks (no LLM needed).")
+
+
+class BarProgress:
+    """The harness's progress sink as a rich progress bar on stderr."""
+
+    def __init__(self, console: Console):
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=console, transient=True)
+        self.task: Any = None
+
+    def __enter__(self) -> "BarProgress":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def start(self, description: str, total: int) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+        self.task = self.bar.add_task(description, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        self.bar.advance(self.task, n)
+
+
+def _fmt(metric: str, v: float) -> str:
+    return f"{v:.1f}" if metric == "tokens" else f"{v:.3f}"
+
+
+def render_eval(report: dict[str, Any], console: Console) -> None:
+    ks = list(report["recall"])
+    head = (f"{report['dataset']}: {report['n_questions']} questions, {report['memories']} memories, "
+            f"embedder {report['embedder']}, {report['seconds']} s")
+    t = Table(title=head, title_justify="left")
+    t.add_column("ranking")
+    t.add_column("metric")
+    for k in ks:
+        t.add_column(f"@{k}", justify="right")
+    rankings = [("memfold (hybrid)", report)] + [(f"{m} only", r) for m, r in (report.get("baselines") or {}).items()]
+    for name, r in rankings:
+        for metric in ("recall", "hit", "tokens"):
+            t.add_row(name, metric, *(_fmt(metric, r[metric][k]) for k in ks))
+    console.print(t)
+    names = report.get("category_names") or {}
+    cats = report.get("by_category") or {}
+    if len(cats) > 1:
+        c = Table(title="memfold recall by category" + (" (overall = categories 1-4; 5 apart)" if names else ""),
+                  title_justify="left")
+        c.add_column("category")
+        c.add_column("n", justify="right")
+        for k in ks:
+            c.add_column(f"R@{k}", justify="right")
+        for cat, r in cats.items():
+            c.add_row(f"{cat} {names.get(cat, '')}".strip(), str(r["n_questions"]), *(f"{r['recall'][k]:.3f}" for k in ks))
+        console.print(c)
+
+
+def _run(kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool, no_extract: bool) -> None:
+    from ..eval.harness import parse_ks
+    from .main import State, _json, err, out
+
+    if kind == "locomo":
+        from ..eval.harness import DEFAULT_KS as ks_default
+        from ..eval.locomo import run_locomo as run
+    else:
+        from ..eval.madial import MADIAL_KS as ks_default
+        from ..eval.madial import run_madial as run
+    ks = parse_ks(k) if k else ks_default
+    with BarProgress(err) as bar:
+        report = run(path, ks, baselines=baselines, root=State.root, infer=not no_extract, progress=bar)
+    if as_json:
+        _json(report)
+    else:
+        render_eval(report, out)
+
+
+_K_HELP = "Comma-separated cut-offs"
+_BASE_HELP = "Also rank keyword-only (BM25) and vector-only over the same memories."
+_NOX_HELP = "Store turns only (no rule-extracted memories)."
+
+
+@eval_app.command("locomo")
+def eval_locomo(path: Path = typer.Argument(..., help="A LoCoMo JSON file, e.g. ../shared/data/locomo/locomo_dev.json."),
+                k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,5,10,20,50)."),
+                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+                baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
+                no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP)) -> None:
+    """LoCoMo evidence recall: ingest each conversation, ask every question, score the turn ids found."""
+    _run("locomo", path, k, as_json, baselines, no_extract)
+
+
+@eval_app.command("madial")
+def eval_madial(path: Path = typer.Argument(..., help="A MADial-Bench language folder, e.g. ../shared/data/madial/zh."),
+                k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,3,5,10)."),
+                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+                baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
+                no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP)) -> None:
+    """MADial-Bench memory recall: each user's memories are the corpus, the dialogue so far is the query."""
+    _run("madial", path, k, as_json, baselines, no_extract)
+
+
+def render_bench(report: dict[str, Any], console: Console) -> None:
+    t = Table(title=f"memfold bench: backend {report['backend']}, embedder {report['embedder']}, "
+                    f"{report['cpu_count']} CPUs, {report['seconds']} s", title_justify="left")
+    t.add_column("measure")
+    for r in report["runs"]:
+        t.add_column(f"n={r['n']:,}", justify="right")
+    runs = report["runs"]
+
+    def row(name: str, fn: Any) -> None:
+        t.add_row(name, *(fn(r) for r in runs))
+
+    row("stored memories", lambda r: f"{r['stored']:,}")
+    row("ingest batch (memories/s)", lambda r: f"{r['ingest_batch_per_s']:,.0f}")
+    row("ingest one turn at a time (/s)", lambda r: f"{r['ingest_single_turn_per_s']:,.1f}")
+    row("ingest one text into MEMORY.md (/s)", lambda r: f"{r['ingest_single_text_per_s']:,.1f}")
+    for key, label in (("search_ms", "search"), ("search_no_embed_ms", "search, query vector cached"),
+                       ("build_context_ms", "build_context")):
+        for p in ("p50", "p95", "p99"):
+            row(f"{label} {p} (ms)", lambda r, key=key, p=p: f"{r[key][p]:.2f}" if r.get(key) else "-")
+    row("cold start: import+open+search (s)", lambda r: f"{r['cold_start']['seconds']:.2f}")
+    row("peak RSS (MB)", lambda r: f"{r['peak_rss_mb']:,.0f}")
+    row("index size on disk (MB)", lambda r: f"{r['index_bytes'] / 1e6:,.1f}")
+    row("workspace size on disk (MB)", lambda r: f"{r['workspace_bytes'] / 1e6:,.1f}")
+    console.print(t)
+
+
+def bench(n: str = typer.Option("10000,100000", "--n", help="Comma-separated numbers of memories."),
+          as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+          backend: str = typer.Option("sqlite", "--backend", help="Index backend: sqlite or postgres."),
+          queries: int = typer.Option(200, "--queries", min=1, help="Search queries timed per size."),
+          out_file: Path = typer.Option(Path("memfold-bench.json"), "--out", help="Where the JSON results are written.")
+          ) -> None:
+    """Synthetic scale test: ingest throughput, search latency, cold start, memory, index size."""
+    import json
+
+    from ..eval.bench import run_bench
+    from ..eval.harness import parse_ks
+    from .main import State, _json, err, out
+
+    sizes = parse_ks(n, "--n")
+    with BarProgress(err) as bar:
+        report = run_bench(sizes, backend=backend, root=State.root, n_queries=queries,
+                           n_single=min(200, max(20, queries)), progress=bar)
+    out_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        _json(report)
+    else:
+        render_bench(report, out)
+        err.print(f"results written to {out_file}")

@@ -1,0 +1,151 @@
+"""What both evaluation protocols share: a workspace to ingest into, the rankings being compared
+(memfold's hybrid search and the keyword-only / vector-only baselines over the same memories),
+and progress reporting."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..config import load_settings
+from ..engine.memory import Memory
+from ..errors import InvalidInputError
+from ..models import MemoryRecord
+from ..providers.embedder import Embedder, embed_query, make_embedder
+from ..text.terms import terms
+from ..text.tokens import count_many
+from .metrics import QuestionResult
+
+HYBRID = "memfold"
+KEYWORD = "keyword"
+VECTOR = "vector"
+DEFAULT_KS = (1, 5, 10, 20, 50)
+
+
+class Progress(Protocol):
+    """Where a long run reports how far it is (the CLI shows a progress bar on stderr)."""
+
+    def start(self, description: str, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+
+
+class NoProgress:
+    def start(self, description: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+
+def parse_ks(text: str | Sequence[int], option: str = "--k") -> tuple[int, ...]:
+    """``"1,5,10"`` → (1, 5, 10), sorted, distinct, each ≥ 1."""
+    parts = [p.strip() for p in text.split(",")] if isinstance(text, str) else [str(p) for p in text]
+    try:
+        ks = sorted({int(p) for p in parts if p})
+    except ValueError:
+        raise InvalidInputError(f"{option} must be a comma-separated list of positive integers, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise InvalidInputError(f"{option} must be a comma-separated list of positive integers, got {text!r}")
+    return tuple(ks)
+
+
+def namespace_for(name: object, prefix: str) -> str:
+    """A valid user id for a conversation or dialogue user: ``prefix-name`` with odd characters replaced."""
+    return f"{prefix}-" + (re.sub(r"[^A-Za-z0-9_.@-]", "_", str(name)).replace("..", "__")[:100] or "x")
+
+
+class QueryCachingEmbedder:
+    """Wraps an embedder and remembers the vectors of single-text calls (queries), so that asking the
+    same question at several k, or by several rankings, embeds it once. Results are unchanged."""
+
+    def __init__(self, inner: Embedder, size: int = 4096):
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self._size = size
+        self._cache: dict[tuple[bool, str], np.ndarray] = {}
+
+    def _cached(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        if len(texts) != 1:
+            return embed_query(self.inner, texts) if query else self.inner.embed(texts)
+        key = (query, texts[0])
+        hit = self._cache.get(key)
+        if hit is None:
+            if len(self._cache) >= self._size:
+                self._cache.pop(next(iter(self._cache)))
+            hit = self._cache[key] = embed_query(self.inner, texts) if query else self.inner.embed(texts)
+        return hit
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, True)
+
+
+@contextmanager
+def eval_memory(root: str | Path | None, *, embedder: Embedder | None = None,
+                policy: dict[str, Any] | None = None) -> Iterator[Memory]:
+    """A ``Memory`` in a fresh temporary workspace (removed afterwards), or in ``root`` when given."""
+    tmp = None if root else tempfile.mkdtemp(prefix="memfold-eval-")
+    try:
+        inner = embedder or make_embedder(load_settings(root or tmp).embedder)
+        with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy) as mem:
+            yield mem
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def require_empty(mem: Memory, user_id: str) -> None:
+    """Evaluating into a namespace that already holds memories would mix runs: refuse."""
+    n = mem.index.count(user_id, active_only=False)
+    if n:
+        raise InvalidInputError(f"namespace {user_id!r} in {mem.settings.root} already holds {n} memories; "
+                                f"evaluate into an empty --root (or none, for a temporary workspace)")
+
+
+def rank(mem: Memory, method: str, query: str, user_id: str, k: int) -> list[MemoryRecord]:
+    """The top ``k`` memories of a namespace for ``query`` by one ranking method."""
+    if method == HYBRID:
+        return [h.record for h in mem.search(query, user_id, limit=k, record_access=False)]
+    if method == KEYWORD:
+        qterms = terms(query, query=True)
+        ids = [mid for mid, _ in mem.index.keyword_search(user_id, qterms, k)] if qterms else []
+    elif method == VECTOR:
+        ids = [mid for mid, _ in mem.index.vector_search(user_id, embed_query(mem.embedder, [query])[0], k)]
+    else:
+        raise InvalidInputError(f"unknown ranking method {method!r}")
+    return mem.index.get(user_id, ids)
+
+
+def ask(mem: Memory, method: str, query: str, user_id: str, ks: Sequence[int], category: str,
+        gold: Sequence[str]) -> QuestionResult:
+    """Rank once per k (a search with ``limit=k`` is what a caller asking for k memories gets)."""
+    found: dict[int, frozenset[str]] = {}
+    tokens: dict[int, int] = {}
+    for k in ks:
+        top = rank(mem, method, query, user_id, k)
+        found[k] = frozenset(s for r in top for s in r.source_ids)
+        tokens[k] = sum(count_many([r.content for r in top]))
+    return QuestionResult(category=category, gold=tuple(gold), found=found, tokens=tokens)
+
+
+def methods(baselines: bool) -> tuple[str, ...]:
+    return (HYBRID, KEYWORD, VECTOR) if baselines else (HYBRID,)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def seconds(self) -> float:
+        return round(time.perf_counter() - self.t0, 2)

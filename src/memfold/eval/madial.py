@@ -1,0 +1,134 @@
+"""The MADial-Bench memory-recall protocol (``memfold eval madial``).
+
+A language folder holds ``memory.jsonl`` (one ``{id: {time, scene, emotion, event, user-id}}``
+per line) and ``dialogue_dev.jsonl`` (``{dialogue, test-turn, relevant-id, user-id}``). The
+memories of a user are that user's corpus (text = scene + emotion + event, dated by ``time``);
+the query is the dialogue up to the test turn; gold = ``relevant-id``. The English memory file
+has no ``user-id``: the Chinese file beside it (``../zh/memory.jsonl``), matched by id, supplies it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError
+from ..providers.embedder import Embedder
+from .harness import Clock, NoProgress, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .metrics import QuestionResult, summarise
+
+MADIAL_KS = (1, 3, 5, 10)
+DIALOGUE_FILES = ("dialogue_dev.jsonl", "dialogue.jsonl")
+
+
+@dataclass(frozen=True)
+class MadialMemory:
+    id: str
+    user: str
+    time: str
+    text: str
+
+
+@dataclass(frozen=True)
+class MadialDialogue:
+    user: str
+    query: str
+    gold: tuple[str, ...]
+
+
+def _jsonl(path: Path) -> list[Any]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InvalidInputError(f"{path} line {n} is not JSON: {exc}") from exc
+    return rows
+
+
+def _raw_memories(path: Path) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for n, row in enumerate(_jsonl(path), 1):
+        if not isinstance(row, dict) or len(row) != 1 or not isinstance(next(iter(row.values())), dict):
+            raise InvalidInputError(f"{path} line {n}: expected {{\"<id>\": {{time, scene, emotion, event}}}}")
+        mid, body = next(iter(row.items()))
+        out[str(mid)] = body
+    return out
+
+
+def load_madial(lang_dir: str | Path) -> tuple[list[MadialMemory], list[MadialDialogue]]:
+    folder = Path(lang_dir)
+    if not folder.is_dir():
+        raise InvalidInputError(f"MADial folder {folder} does not exist (give the language folder, e.g. madial/zh)")
+    mem_path = folder / "memory.jsonl"
+    dia_path = next((folder / f for f in DIALOGUE_FILES if (folder / f).exists()), None)
+    if not mem_path.exists() or dia_path is None:
+        raise InvalidInputError(f"{folder} is not a MADial-Bench language folder: it needs memory.jsonl and "
+                                f"{' or '.join(DIALOGUE_FILES)}")
+    raw = _raw_memories(mem_path)
+    owners: dict[str, Any] = {}
+    if any("user-id" not in b for b in raw.values()):
+        sibling = folder.parent / "zh" / "memory.jsonl"
+        if sibling.exists() and sibling != mem_path:
+            owners = {mid: b.get("user-id") for mid, b in _raw_memories(sibling).items()}
+    memories = []
+    for mid, b in raw.items():
+        user = b.get("user-id", owners.get(mid))
+        if user is None:
+            raise InvalidInputError(f"{mem_path}: memory {mid} has no user-id, and no ../zh/memory.jsonl supplies it")
+        parts = [str(b.get(key) or "").strip() for key in ("scene", "emotion", "event")]
+        if not parts[2]:
+            raise InvalidInputError(f"{mem_path}: memory {mid} has no event text")
+        memories.append(MadialMemory(mid, str(user), str(b.get("time") or ""), " ".join(p for p in parts if p)))
+    dialogues = []
+    for n, d in enumerate(_jsonl(dia_path), 1):
+        try:
+            turns, test_turn = d["dialogue"], int(d["test-turn"][0])
+            gold = tuple(str(g) for g in d["relevant-id"])
+            user = str(d["user-id"])
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise InvalidInputError(f"{dia_path} line {n}: expected {{dialogue, test-turn, relevant-id, user-id}}") \
+                from None
+        dialogues.append(MadialDialogue(user, "".join(str(t) for t in turns[:test_turn]), gold))
+    return memories, dialogues
+
+
+def run_madial(lang_dir: str | Path, ks: Sequence[int] = MADIAL_KS, *, baselines: bool = False,
+               root: str | Path | None = None, embedder: Embedder | None = None,
+               policy: dict[str, Any] | None = None, infer: bool = True,
+               progress: Progress | None = None) -> dict[str, Any]:
+    progress = progress or NoProgress()
+    memories, dialogues = load_madial(lang_dir)
+    clock = Clock()
+    known = {m.id for m in memories}
+    results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
+    with eval_memory(root, embedder=embedder, policy=policy) as mem:
+        for user in sorted({m.user for m in memories}):
+            require_empty(mem, namespace_for(user, "madial"))
+        progress.start("ingesting memories", len(memories))
+        for m in memories:
+            msg = {"role": "user", "content": m.text, "turn_id": m.id, **({"timestamp": m.time} if m.time else {})}
+            mem.add([msg], namespace_for(m.user, "madial"), infer=infer)
+            progress.advance()
+        progress.start("asking dialogues", len(dialogues) * len(results))
+        for d in dialogues:
+            gold = [g for g in d.gold if g in known]
+            for method, bucket in results.items():
+                if gold and d.query.strip():
+                    bucket.append(ask(mem, method, d.query, namespace_for(d.user, "madial"), ks, "all", gold))
+                progress.advance()
+        n_memories = sum(mem.index.count(namespace_for(u, "madial")) for u in {m.user for m in memories})
+        embedder_name = mem.embedder.name
+        fusion = mem.policy().fusion_keyword_weight
+    folder = Path(lang_dir)
+    report: dict[str, Any] = {"dataset": f"madial:{folder.name}", **summarise(results["memfold"], ks)}
+    report.update(users=len({m.user for m in memories}), memories=n_memories, embedder=embedder_name,
+                  fusion_keyword_weight=fusion, infer=infer)
+    if baselines:
+        report["baselines"] = {m: summarise(r, ks) for m, r in results.items() if m != "memfold"}
+    report["seconds"] = clock.seconds()
+    return report
