@@ -83,12 +83,14 @@ def load(ix: PostgresIndex, rows: list[tuple[str, str, str]]) -> None:
 
 def prepare_alternatives(ix: PostgresIndex) -> None:
     with ix._cur(write=True) as cur:
-        cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+        cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")  # public: beside pgvector
         cur.execute("ALTER TABLE user_memories ADD COLUMN IF NOT EXISTS tsv tsvector")
         cur.execute("UPDATE user_memories SET tsv = to_tsvector('simple', array_to_string(terms, ' '))")
         cur.execute("CREATE INDEX IF NOT EXISTS bench_tsv ON user_memories USING gin (tsv)")
         cur.execute("CREATE INDEX IF NOT EXISTS bench_trgm ON user_memories USING gin (content gin_trgm_ops)")
         cur.execute("ANALYZE user_memories")
+    with ix._cur() as cur:
+        cur.execute("VACUUM user_memories")  # merge GIN pending lists of the new tsv/trgm indexes
 
 
 def rank(ix: PostgresIndex, method: str, ns: str, query: str, k: int) -> list[str]:

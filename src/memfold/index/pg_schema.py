@@ -129,7 +129,8 @@ def _v1(dim: int) -> list[str]:
 def _v2(dim: int) -> list[str]:
     """BM25 needs the number of searchable rows and their total length at every query; counting
     them per query costs a scan of the table, so a trigger keeps the totals in a few shard rows
-    (by backend pid, so that concurrent writers rarely wait on the same row)."""
+    (by backend pid, so that concurrent writers rarely wait on the same row). And the terms index
+    is updated in place, so that keyword latency stays flat right after a bulk ingest."""
     return [
         """CREATE TABLE IF NOT EXISTS memory_term_stats (
             shard INTEGER PRIMARY KEY, nrow BIGINT NOT NULL DEFAULT 0, ntok BIGINT NOT NULL DEFAULT 0)""",
@@ -151,6 +152,8 @@ def _v2(dim: int) -> list[str]:
         "DROP TRIGGER IF EXISTS user_memories_term_stats ON user_memories",
         "CREATE TRIGGER user_memories_term_stats AFTER INSERT OR DELETE OR UPDATE OF terms ON user_memories "
         "FOR EACH ROW EXECUTE FUNCTION memfold_term_stats()",
+        # GIN's pending list makes every query after a bulk ingest scan it until vacuum: update in place
+        "ALTER INDEX user_memories_terms SET (fastupdate = off)",
         "DELETE FROM memory_term_stats",
         "INSERT INTO memory_term_stats SELECT 0, count(*), count(*) + coalesce(sum(cardinality(terms)), 0) "
         "FROM user_memories WHERE terms IS NOT NULL",
