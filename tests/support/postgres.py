@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,7 +70,8 @@ def pg_server() -> Iterator[PgServer]:
         yield srv
     finally:
         if srv.handle is not None:
-            srv.handle.cleanup()
+            srv.handle.cleanup()  # stops the server and deletes its data folder
+            shutil.rmtree(os.path.dirname(str(srv.handle.pgdata)), ignore_errors=True)
 
 
 @pytest.fixture
