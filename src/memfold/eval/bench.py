@@ -79,8 +79,11 @@ def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
             "mean": round(sum(xs) / len(xs) * 1000.0, 3)}
 
 
-def _disk_bytes(root: Path) -> dict[str, int]:
-    index = sum(p.stat().st_size for p in root.glob("index.db*") if p.is_file())
+def _disk_bytes(root: Path, index_obj: object = None) -> dict[str, int]:
+    """Bytes of the index (the SQLite file, or what a server backend reports) and of the workspace."""
+    storage = getattr(index_obj, "storage_bytes", None)
+    index = int(storage()) if callable(storage) else \
+        sum(p.stat().st_size for p in root.glob("index.db*") if p.is_file())
     total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     return {"index_bytes": index, "workspace_bytes": total}
 
@@ -169,6 +172,7 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, n_queries: 
                 mem.build_context(q, user)
                 context.append(time.perf_counter() - t0)
             progress.advance()
+        disk = _disk_bytes(root, mem.index)
     out: dict[str, Any] = {
         "n": n, "stored": stored,
         "ingest_batch_per_s": round(n / batch_s, 1), "ingest_batch_seconds": round(batch_s, 2),
@@ -177,7 +181,7 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, n_queries: 
         "search_ms": percentiles(with_embed), "search_no_embed_ms": percentiles(without_embed),
         "build_context_ms": percentiles(context) if context else None,
     }
-    out.update(_disk_bytes(root))
+    out.update(disk)
     progress.start(f"n={n}: cold start", 1)
     out["cold_start"] = cold_start(root, queries[0], user, backend)
     progress.advance()
