@@ -19,7 +19,7 @@ def test_issue_scenario_through_the_cli(root: Path):
     assert "## 偏好与习惯" in (root / "alice" / "MEMORY.md").read_text()
     added = json.loads(_ok(root, "add", "我喜欢喝无糖拿铁，大杯", "--type", "preference", "--user", "alice", "--json"))
     latte = added["added"][0]["id"]
-    _ok(root, "add", "Project A is due on March 15", "--user", "alice")
+    assert "[event] Project A is due on March 15" in _ok(root, "add", "Project A is due on March 15", "--user", "alice")
     hits = json.loads(_ok(root, "search", "咖啡偏好是什么", "--user", "alice", "--json"))
     assert hits[0]["id"] == latte and {"id", "content", "memory_type", "score"} <= hits[0].keys()
     hits = json.loads(_ok(root, "search", "when is project A due", "--user", "alice", "--json"))

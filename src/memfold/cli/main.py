@@ -16,8 +16,8 @@ from ..errors import MemfoldError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memfold: long-term memory for LLM agents (Markdown files + hybrid retrieval).")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True, markup=False)  # memory text like "[x]" is shown as written
+err = Console(stderr=True, soft_wrap=True, markup=False)
 
 
 class State:
