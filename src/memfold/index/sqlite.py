@@ -18,55 +18,9 @@ from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
 from .base import IndexItem
+from .sqlite_schema import SCHEMA, SCHEMA_VERSION
 from .vectors import VectorMatrix
 
-SCHEMA_VERSION = 1
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS memories (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    user_id TEXT NOT NULL,
-    agent_id TEXT,
-    memory_type TEXT NOT NULL,
-    content TEXT NOT NULL,
-    context TEXT NOT NULL DEFAULT '',
-    structured_data TEXT NOT NULL DEFAULT '{}',
-    source_ids TEXT NOT NULL DEFAULT '[]',
-    source_session_id TEXT,
-    file TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    importance REAL NOT NULL DEFAULT 0.5,
-    confidence REAL NOT NULL DEFAULT 1.0,
-    access_count INTEGER NOT NULL DEFAULT 0,
-    last_accessed_at TEXT,
-    is_active INTEGER NOT NULL DEFAULT 1,
-    superseded_by TEXT,
-    content_hash TEXT NOT NULL DEFAULT '',
-    embedding BLOB,
-    seq INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS memories_user_file ON memories (user_id, file);
-CREATE INDEX IF NOT EXISTS memories_user_seq ON memories (user_id, seq);
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (ns, terms, tokenize = 'unicode61 remove_diacritics 0');
-CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER NOT NULL, user_id TEXT NOT NULL, id TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS tombstones_user_seq ON tombstones (user_id, seq);
-CREATE TABLE IF NOT EXISTS history (
-    n INTEGER PRIMARY KEY, user_id TEXT NOT NULL, memory_id TEXT NOT NULL, action TEXT NOT NULL,
-    at TEXT NOT NULL, old_content TEXT, new_content TEXT, detail TEXT NOT NULL DEFAULT '{}');
-CREATE INDEX IF NOT EXISTS history_memory ON history (user_id, memory_id);
-CREATE TABLE IF NOT EXISTS relations (
-    user_id TEXT NOT NULL, source_id TEXT NOT NULL, target_id TEXT NOT NULL, relation TEXT NOT NULL,
-    strength REAL NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (source_id, target_id, relation));
-CREATE TABLE IF NOT EXISTS files (
-    user_id TEXT NOT NULL, file TEXT NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-    PRIMARY KEY (user_id, file));
-CREATE TABLE IF NOT EXISTS state (
-    user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at TEXT NOT NULL,
-    PRIMARY KEY (user_id, kind, key));
-CREATE TABLE IF NOT EXISTS access_log (user_id TEXT NOT NULL, at TEXT NOT NULL, ids TEXT NOT NULL);
-"""
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
          "superseded_by")
@@ -110,7 +64,7 @@ class SqliteIndex:
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             with FileLock(self.path.with_name(self.path.name + ".init.lock")), self._tx():
-                for stmt in _SCHEMA.strip().split(";\n"):
+                for stmt in SCHEMA.strip().split(";\n"):
                     if stmt.strip():
                         self._db.execute(stmt)
                 self._check_meta(embedder_name)
