@@ -252,3 +252,12 @@ def test_index_built_with_another_embedder_asks_for_reindex(root: Path, embedder
     Memory(root=root, embedder=embedder).close()
     with pytest.raises(MemoryIndexError, match="reindex"):
         SqliteIndex(root / "index.db", dim=384, embedder_name="other")
+
+
+def test_update_refreshes_rule_derived_structure_only(mem: Memory):
+    r = mem.add("my dog is called Bob", "alice").added[0]
+    assert r.structured_data == {"key": "dog", "value": "called Bob"}
+    assert mem.update(r.id, "alice", content="my dog is called Biscuit").structured_data == {
+        "key": "dog", "value": "called Biscuit"}
+    custom = mem.add("my cat is called Tom", "alice", structured_data={"pet": "cat"}).added[0]
+    assert mem.update(custom.id, "alice", content="my cat is called Tim").structured_data == {"pet": "cat"}

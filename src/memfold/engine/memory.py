@@ -17,6 +17,7 @@ from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryReco
 from ..policy import Policy, load_overrides
 from ..providers.chat import ChatModel, make_chat_model
 from ..providers.embedder import Embedder, make_embedder
+from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.secrets import find_secret
 from ..text.terms import terms
@@ -141,6 +142,9 @@ class Memory:
             if kind:
                 raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
             new = new.with_(content=text)
+            if structured_data is None and old.structured_data == extraction.classify(old.content)[1]:
+                # the old structure was read from the old words by the rules: read it from the new ones
+                new = new.with_(structured_data=extraction.classify(text)[1])
         if importance is not None:
             if not 0.0 <= importance <= 1.0:
                 raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
