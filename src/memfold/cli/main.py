@@ -258,19 +258,9 @@ def export_(file: Optional[Path] = typer.Argument(None, help="Output JSONL file 
 @app.command("import")
 def import_(file: Path = typer.Argument(..., help="A JSONL file written by 'memfold export'.")) -> None:
     """Import memories exported by 'memfold export' (ids are kept)."""
-    from ..errors import InvalidInputError
+    from ..engine.conversations import read_jsonl
 
-    rows = []
-    try:
-        with open(file, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise InvalidInputError(f"{file} line {n} is not JSON: {exc}") from exc
-    except FileNotFoundError:
-        raise InvalidInputError(f"{file} does not exist") from None
+    rows = read_jsonl(file)
     n = State.memory().import_records(rows)
     out.print(f"imported {n} memories")
 

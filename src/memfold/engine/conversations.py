@@ -57,6 +57,24 @@ def locomo_sessions(conv: dict[str, Any]) -> list[list[dict[str, Any]]]:
     return out
 
 
+def read_jsonl(path: Path) -> list[Any]:
+    """The JSON values of a JSON-lines file (blank lines skipped); errors name the file and line."""
+    rows = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise InvalidInputError(f"{path} line {n} is not JSON: {exc}") from exc
+    except FileNotFoundError:
+        raise InvalidInputError(f"{path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path} is not UTF-8 text: {exc}") from exc
+    return rows
+
+
 def load_conversation_file(path: Path) -> list[Conversation]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -183,12 +183,11 @@ class Memory:
         else:
             qt = set(terms(query_or_id, query=True))
             hits = self.retriever.search(query_or_id, user_id, limit=50, record_access=False)
-            targets = []
-            for h in hits:
-                mt = set(terms(h.record.content))
-                cos = float(self.embedder.embed([h.record.content])[0] @ self.embedder.embed([query_or_id])[0])
-                if (qt and qt <= mt) or cos >= FORGET_MIN_SIMILARITY:
-                    targets.append(h.record)
+            # every query term present, or close in meaning (one batch for the query and all hits)
+            vecs = self.embedder.embed([query_or_id] + [h.record.content for h in hits]) if hits else None
+            targets = [h.record for i, h in enumerate(hits, 1)
+                       if (qt and qt <= set(terms(h.record.content)))
+                       or float(vecs[i] @ vecs[0]) >= FORGET_MIN_SIMILARITY]
         if not dry_run:
             for r in targets:
                 st.rewrite(r, None, "forget", {"query": query_or_id})

@@ -8,12 +8,12 @@ has no ``user-id``: the Chinese file beside it (``../zh/memory.jsonl``), matched
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine.conversations import read_jsonl
 from ..errors import InvalidInputError
 from ..providers.embedder import Embedder
 from .harness import Clock, NoProgress, Progress, ask, eval_memory, methods, namespace_for, require_empty
@@ -38,21 +38,9 @@ class MadialDialogue:
     gold: tuple[str, ...]
 
 
-def _jsonl(path: Path) -> list[Any]:
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"{path} line {n} is not JSON: {exc}") from exc
-    return rows
-
-
 def _raw_memories(path: Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for n, row in enumerate(_jsonl(path), 1):
+    for n, row in enumerate(read_jsonl(path), 1):
         if not isinstance(row, dict) or len(row) != 1 or not isinstance(next(iter(row.values())), dict):
             raise InvalidInputError(f"{path} line {n}: expected {{\"<id>\": {{time, scene, emotion, event}}}}")
         mid, body = next(iter(row.items()))
@@ -85,7 +73,7 @@ def load_madial(lang_dir: str | Path) -> tuple[list[MadialMemory], list[MadialDi
             raise InvalidInputError(f"{mem_path}: memory {mid} has no event text")
         memories.append(MadialMemory(mid, str(user), str(b.get("time") or ""), " ".join(p for p in parts if p)))
     dialogues = []
-    for n, d in enumerate(_jsonl(dia_path), 1):
+    for n, d in enumerate(read_jsonl(dia_path), 1):
         try:
             turns, test_turn = d["dialogue"], int(d["test-turn"][0])
             gold = tuple(str(g) for g in d["relevant-id"])
