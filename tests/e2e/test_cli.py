@@ -67,6 +67,15 @@ def test_errors_are_one_clear_line(root: Path):
     assert r.returncode == 1 and "retrieve_limit" in r.stderr
 
 
+def test_usage_errors_exit_2_without_a_traceback(root: Path):
+    for args, expected in ((("nosuch",), "No such command 'nosuch'"),
+                           (("search",), "Missing argument"),
+                           (("bench", "--bogus"), "No such option: --bogus")):
+        r = run_cli(root, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert expected in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_ingest_forget_export_import(root: Path, tmp_path: Path):
     conv = tmp_path / "conv.json"
     conv.write_text(json.dumps([

@@ -301,16 +301,18 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         err.print("aborted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        # usage errors (click's, or the copy of click that newer typer releases vendor) carry their
+        # own message and exit code; matched by shape so either layout works
+        show, exit_code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            sys.exit(exit_code)
+        if type(exc).__name__ == "Exit" and isinstance(exit_code, int):
+            sys.exit(exit_code)
         raise
-
 
 if __name__ == "__main__":
     main()
