@@ -33,6 +33,7 @@ class EmbedderSettings:
 class IndexSettings:
     backend: str = "sqlite"  # sqlite | postgres
     dsn: str = ""
+    vector_exact_max: int = 20_000  # sqlite: above this many vectors per user, a two-stage (PCA) vector search
 
 
 @dataclass(frozen=True)

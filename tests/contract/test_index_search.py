@@ -28,21 +28,21 @@ def _load(index: Index) -> None:
     index.upsert([item(rec(mid, text, user), unit(*rng.normal(size=DIM))) for mid, user, text in CORPUS])
 
 
-def _fts5_bm25(corpus: dict[str, list[str]], user_docs: set[str], query: list[str]) -> dict[str, float]:
-    """SQLite FTS5's bm25() over columns (ns, terms): k1 1.2, b 0.75, statistics over every row,
-    the namespace column adding one token to each row."""
-    n = len(corpus)
-    avgdl = sum(len(t) + 1 for t in corpus.values()) / n
+def _bm25(corpus: dict[str, list[str]], user_docs: set[str], query: list[str]) -> dict[str, float]:
+    """BM25 as both backends define it: k1 1.2, b 0.75, statistics over the namespace's searchable
+    rows only, idf floored at 1e-6, a row's length its number of terms."""
+    docs = {mid: corpus[mid] for mid in user_docs}
+    n = len(docs)
+    avgdl = sum(len(t) for t in docs.values()) / n
     out: dict[str, float] = {}
     for q in dict.fromkeys(query):
-        hits = sum(1 for t in corpus.values() if q in t)
+        hits = sum(1 for t in docs.values() if q in t)
         idf = math.log((n - hits + 0.5) / (hits + 0.5))
         idf = idf if idf > 0 else 1e-6
-        for mid in user_docs:
-            tf = corpus[mid].count(q)
+        for mid, t in docs.items():
+            tf = t.count(q)
             if tf:
-                dl = len(corpus[mid]) + 1
-                out[mid] = out.get(mid, 0.0) + idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
+                out[mid] = out.get(mid, 0.0) + idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(t) / avgdl))
     return out
 
 
@@ -58,8 +58,9 @@ def test_keyword_search_finds_chinese_and_english(index: Index, query: str, expe
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
 
 
-def test_keyword_scores_are_fts5_bm25(index: Index) -> None:
-    """Both backends rank keywords with the same BM25, so fusion sees the same numbers."""
+def test_keyword_scores_are_bm25_per_namespace(index: Index) -> None:
+    """Both backends rank keywords with the same BM25, so fusion sees the same numbers; another
+    namespace's rows never change the scores."""
     _load(index)
     corpus = {mid: fts_document(text).split() for mid, _, text in CORPUS}
     mine = {mid for mid, user, _ in CORPUS if user == "alice"}
@@ -67,7 +68,7 @@ def test_keyword_scores_are_fts5_bm25(index: Index) -> None:
     def check() -> None:
         for query in ("report coffee", "喜欢 咖啡 report", "上海 shanghai", "the report report"):
             q = terms(query, query=True)
-            expected = _fts5_bm25(corpus, mine, q)
+            expected = _bm25(corpus, mine, q)
             got = dict(index.keyword_search("alice", q, 10))
             assert got.keys() == expected.keys(), query
             for mid, s in expected.items():
@@ -82,6 +83,11 @@ def test_keyword_scores_are_fts5_bm25(index: Index) -> None:
         del corpus[gone]
         mine.discard(gone)
     corpus["en1"] = ["report", "report", "coffee"]
+    check()
+    # bob's rows with alice's words leave alice's statistics alone
+    rng = np.random.default_rng(8)
+    index.upsert([item(rec(f"bob{i}", "coffee report shanghai", "bob"), unit(*rng.normal(size=DIM)))
+                  for i in range(2, 12)])
     check()
 
 

@@ -102,8 +102,9 @@ def test_upgrading_a_version_1_database_backfills_keyword_statistics(pg_dsn: str
     ix.close()
     schema = pg_dsn.split("search_path=")[1].split(",")[0]
     # back to what a version-1 database looks like, rows and all
-    pg_server.execute(f"DROP TRIGGER user_memories_term_stats ON {schema}.user_memories")
-    pg_server.execute(f"DROP TABLE {schema}.memory_term_stats")
+    pg_server.execute(f"DROP TRIGGER user_memories_term_stats_user ON {schema}.user_memories")
+    pg_server.execute(f"DROP TABLE {schema}.memory_term_stats_user")
+    pg_server.execute(f"DROP FUNCTION {schema}.memfold_term_stats_user()")
     pg_server.execute(f"DROP FUNCTION {schema}.memfold_term_stats()")
     pg_server.execute(f"DELETE FROM {schema}.memfold_schema_version WHERE version > 1")
     ix = PostgresIndex(pg_dsn, dim=8, embedder_name="test")

@@ -68,7 +68,10 @@ def open_index(settings: "Settings", dim: int, embedder_name: str) -> Index:
     if backend == "sqlite":
         from .sqlite import SqliteIndex
 
-        return SqliteIndex(settings.root / "index.db", dim=dim, embedder_name=embedder_name)
+        if settings.index.vector_exact_max < 0:
+            raise ConfigError(f"setting [index] vector_exact_max must be 0 or more, got {settings.index.vector_exact_max}")
+        return SqliteIndex(settings.root / "index.db", dim=dim, embedder_name=embedder_name,
+                           vector_exact_max=settings.index.vector_exact_max)
     if backend == "postgres":
         try:
             from .postgres import PostgresIndex  # type: ignore[import-not-found]

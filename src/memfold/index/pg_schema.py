@@ -160,10 +160,43 @@ def _v2(dim: int) -> list[str]:
     ]
 
 
+def _v3(dim: int) -> list[str]:
+    """BM25 statistics per namespace (SPEC §5: another user's rows never change your scores): the
+    trigger keeps searchable rows and their total number of terms per user_id, in shard rows."""
+    return [
+        """CREATE TABLE IF NOT EXISTS memory_term_stats_user (
+            user_id TEXT NOT NULL, shard INTEGER NOT NULL, nrow BIGINT NOT NULL DEFAULT 0,
+            ntok BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (user_id, shard))""",
+        """CREATE OR REPLACE FUNCTION memfold_term_stats_user() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.terms IS NOT NULL THEN
+                INSERT INTO memory_term_stats_user AS s VALUES (OLD.user_id, pg_backend_pid() % 8, -1,
+                                                               -cardinality(OLD.terms))
+                ON CONFLICT (user_id, shard) DO UPDATE SET nrow = s.nrow + EXCLUDED.nrow, ntok = s.ntok + EXCLUDED.ntok;
+            END IF;
+            IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.terms IS NOT NULL THEN
+                INSERT INTO memory_term_stats_user AS s VALUES (NEW.user_id, pg_backend_pid() % 8, 1,
+                                                               cardinality(NEW.terms))
+                ON CONFLICT (user_id, shard) DO UPDATE SET nrow = s.nrow + EXCLUDED.nrow, ntok = s.ntok + EXCLUDED.ntok;
+            END IF;
+            RETURN NULL;
+        END $$""",
+        "DROP TRIGGER IF EXISTS user_memories_term_stats ON user_memories",
+        "DROP TRIGGER IF EXISTS user_memories_term_stats_user ON user_memories",
+        "CREATE TRIGGER user_memories_term_stats_user AFTER INSERT OR DELETE OR UPDATE OF terms, user_id "
+        "ON user_memories FOR EACH ROW EXECUTE FUNCTION memfold_term_stats_user()",
+        "DROP TABLE IF EXISTS memory_term_stats",
+        "DELETE FROM memory_term_stats_user",
+        "INSERT INTO memory_term_stats_user SELECT user_id, 0, count(*), coalesce(sum(cardinality(terms)), 0) "
+        "FROM user_memories WHERE terms IS NOT NULL GROUP BY user_id",
+    ]
+
+
 # version -> (description, statements for a given vector dimension). Append, never edit.
 MIGRATIONS: dict[int, tuple[str, Any]] = {
     1: ("memories, relations, history, file states, state store, access log; HNSW + GIN indexes", _v1),
     2: ("keyword statistics (searchable rows, total length) kept by a trigger", _v2),
+    3: ("keyword statistics per namespace", _v3),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -2,7 +2,7 @@
 
 Same behaviour as ``SqliteIndex``: vectors are searched by pgvector (HNSW, cosine) scoped by
 ``user_id``; keywords are the Python-made terms (words + CJK bigrams) in a ``TEXT[]`` with a
-GIN index, ranked by the same BM25 as SQLite FTS5 (k1 1.2, b 0.75, global statistics), so
+GIN index, ranked by the same BM25 as the SQLite index (k1 1.2, b 0.75, per-namespace statistics), so
 both backends return the same keyword scores. Every write is one transaction."""
 
 from __future__ import annotations
@@ -27,17 +27,19 @@ _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data,
 _COL_LIST = [c.strip() for c in _COLS.split(",")]
 _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 
-# BM25 exactly as SQLite FTS5's bm25() over (ns, terms) computes it: the namespace column adds one
-# token to every row's length; N, avgdl and document frequencies count every searchable row
-# (N and the total length come from memory_term_stats, kept by a trigger: see pg_schema._v2).
+# BM25 as the SQLite index computes it (index/keywords.py): N, the average length and document
+# frequencies count the namespace's searchable rows; a row's length is its number of terms
+# (N and the total length come from memory_term_stats_user, kept by a trigger: see pg_schema._v3).
 _BM25 = """
 WITH q AS (SELECT DISTINCT t AS term FROM unnest(%(terms)s::text[]) AS t),
-g AS (SELECT nullif(sum(nrow), 0)::float8 AS nrow, sum(ntok)::float8 AS ntok FROM memory_term_stats),
+g AS (SELECT nullif(sum(nrow), 0)::float8 AS nrow, sum(ntok)::float8 AS ntok FROM memory_term_stats_user
+      WHERE user_id = %(user)s),
 w AS (SELECT q.term, greatest(ln((g.nrow - h.hits + 0.5) / (h.hits + 0.5)), 0) AS idf FROM q CROSS JOIN g
-      CROSS JOIN LATERAL (SELECT count(*)::float8 AS hits FROM user_memories m WHERE m.terms @> ARRAY[q.term]) h),
+      CROSS JOIN LATERAL (SELECT count(*)::float8 AS hits FROM user_memories m
+                          WHERE m.terms @> ARRAY[q.term] AND m.user_id = %(user)s) h),
 c AS (SELECT id, n, terms FROM user_memories WHERE user_id = %(user)s AND terms && %(terms)s::text[])
 SELECT c.id, sum(CASE WHEN w.idf > 0 THEN w.idf ELSE 1e-6 END * f.tf * 2.2
-                 / (f.tf + 1.2 * (0.25 + 0.75 * (1 + cardinality(c.terms)) / (g.ntok / g.nrow)))) AS s
+                 / (f.tf + 1.2 * (0.25 + 0.75 * cardinality(c.terms) / (g.ntok / g.nrow)))) AS s
 FROM c CROSS JOIN w CROSS JOIN g
 CROSS JOIN LATERAL (SELECT cardinality(array_positions(c.terms, w.term))::float8 AS tf) f
 WHERE f.tf > 0 GROUP BY c.id, c.n ORDER BY s DESC, c.n LIMIT %(limit)s
@@ -341,7 +343,7 @@ class PostgresIndex:
         with self._cur() as cur:
             cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
                         (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
-                          "memory_access_log", "memory_term_stats", "memfold_meta", "memfold_schema_version"],))
+                          "memory_access_log", "memory_term_stats_user", "memfold_meta", "memfold_schema_version"],))
             return int(cur.fetchone()[0])
 
     def close(self) -> None:

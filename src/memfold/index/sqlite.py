@@ -1,9 +1,9 @@
-"""The embedded index: one SQLite file in WAL mode, FTS5 over Python-made terms,
-vectors as float32 BLOBs searched in process with numpy."""
+"""The embedded index: one SQLite file in WAL mode holding every row, its Python-made keyword
+terms and its float32 vector; both are searched in process (``KeywordIndex`` BM25 and
+``VectorMatrix``), kept up to date from the index's change counter."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -18,16 +18,13 @@ from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
 from .base import IndexItem
-from .sqlite_schema import SCHEMA, SCHEMA_VERSION
-from .vectors import VectorMatrix
+from .keywords import KeywordIndex
+from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
+from .vectors import EXACT_MAX, VectorMatrix
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
          "superseded_by")
-
-
-def _ns(user_id: str) -> str:
-    return "u" + hashlib.sha1(user_id.encode("utf-8")).hexdigest()[:20]
 
 
 def _ts(v: str | None) -> datetime | None:
@@ -50,11 +47,13 @@ def _row_to_record(r: Sequence[Any]) -> MemoryRecord:
 class SqliteIndex:
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
-    def __init__(self, path: Path, *, dim: int, embedder_name: str):
+    def __init__(self, path: Path, *, dim: int, embedder_name: str, vector_exact_max: int = EXACT_MAX):
         self.path = Path(path)
         self.dim = dim
+        self.vector_exact_max = vector_exact_max
         self._lock = threading.RLock()
         self._matrices: dict[str, VectorMatrix] = {}
+        self._keywords: dict[str, KeywordIndex] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
@@ -68,6 +67,12 @@ class SqliteIndex:
                     if stmt.strip():
                         self._db.execute(stmt)
                 self._check_meta(embedder_name)
+                version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if int(version[0]) < SCHEMA_VERSION:
+                    migrate_v1(self._db)
+                elif int(version[0]) > SCHEMA_VERSION:
+                    raise MemoryIndexError(f"index {self.path} has schema {version[0]}, newer than this memfold "
+                                           f"({SCHEMA_VERSION}); upgrade memfold")
         except sqlite3.DatabaseError as exc:
             raise MemoryIndexError(f"cannot open index {self.path}: {exc}; delete it and run 'memfold reindex'") from exc
 
@@ -131,16 +136,12 @@ class SqliteIndex:
                         f"UPDATE memories SET {sets}, content_hash = COALESCE(NULLIF(?, ''), content_hash), "
                         f"embedding = COALESCE(?, embedding), seq = ? WHERE rowid = ?",
                         values[1:] + (it.content_hash, blob, seq, rowid))
-                if it.terms is not None or not r.is_active or old is None:
-                    self._db.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
-                    if r.is_active:
-                        terms = it.terms if it.terms is not None else ""
-                        self._db.execute("INSERT INTO memories_fts (rowid, ns, terms) VALUES (?, ?, ?)",
-                                         (rowid, _ns(r.user_id), terms))
-                elif r.is_active:
-                    has = self._db.execute("SELECT 1 FROM memories_fts WHERE rowid = ?", (rowid,)).fetchone()
-                    if has is None:
-                        raise MemoryIndexError(f"memory {r.id} is re-activated without terms")
+                if not r.is_active:
+                    self._db.execute("UPDATE memories SET terms = NULL WHERE rowid = ?", (rowid,))
+                elif it.terms is not None or old is None:
+                    self._db.execute("UPDATE memories SET terms = ? WHERE rowid = ?", (it.terms or "", rowid))
+                elif self._db.execute("SELECT terms IS NULL FROM memories WHERE rowid = ?", (rowid,)).fetchone()[0]:
+                    raise MemoryIndexError(f"memory {r.id} is re-activated without terms")
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         if not ids:
@@ -152,7 +153,6 @@ class SqliteIndex:
                                        (mid, user_id)).fetchone()
                 if row is None:
                     continue
-                self._db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row[0],))
                 self._db.execute("DELETE FROM memories WHERE rowid = ?", (row[0],))
                 self._db.execute("DELETE FROM relations WHERE source_id = ? OR target_id = ?", (mid, mid))
                 self._db.execute("INSERT INTO tombstones VALUES (?, ?, ?)", (seq, user_id, mid))
@@ -239,11 +239,8 @@ class SqliteIndex:
         uniq = list(dict.fromkeys(t for t in terms if t))
         if not uniq or limit <= 0:
             return []
-        expr = f"ns:{_ns(user_id)} AND terms:(" + " OR ".join('"' + t.replace('"', '""') + '"' for t in uniq) + ")"
-        q = ("SELECT m.id, -bm25(memories_fts, 0.0, 1.0) AS s FROM memories_fts JOIN memories m "
-             "ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts, 0.0, 1.0) LIMIT ?")
         with self._lock:
-            return [(r[0], float(r[1])) for r in self._db.execute(q, (expr, limit))]
+            return self._keyword_index(user_id).search(uniq, limit)
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with self._lock:
@@ -257,21 +254,40 @@ class SqliteIndex:
         """The namespace's vectors, brought up to date with changes from any process."""
         m = self._matrices.get(user_id)
         if m is None:
-            m = self._matrices[user_id] = VectorMatrix(self.dim)
+            m = self._matrices[user_id] = VectorMatrix(self.dim, self.vector_exact_max)
         seq = self._current_seq()
         if m.seq == seq:
             return m
         rows = self._db.execute(
             "SELECT id, embedding, is_active FROM memories WHERE user_id = ? AND seq > ?", (user_id, m.seq)).fetchall()
-        gone = [r[0] for r in self._db.execute(
-            "SELECT id FROM tombstones WHERE user_id = ? AND seq > ?", (user_id, m.seq))]
-        m.remove(gone + [r[0] for r in rows if not r[2]])
+        m.remove(self._gone(user_id, m.seq) + [r[0] for r in rows if not r[2]])
         live = [r for r in rows if r[2]]
         if live:
             vecs = np.frombuffer(b"".join(r[1] for r in live), dtype=np.float32).reshape(len(live), self.dim)
             m.upsert([r[0] for r in live], vecs)
         m.seq = seq
         return m
+
+    def _keyword_index(self, user_id: str) -> KeywordIndex:
+        """The namespace's keyword terms, brought up to date like ``_matrix``."""
+        k = self._keywords.get(user_id)
+        if k is None:
+            k = self._keywords[user_id] = KeywordIndex()
+        seq = self._current_seq()
+        if k.seq == seq:
+            return k
+        rows = self._db.execute(
+            "SELECT id, terms FROM memories WHERE user_id = ? AND seq > ?", (user_id, k.seq)).fetchall()
+        k.remove(self._gone(user_id, k.seq) + [r[0] for r in rows if r[1] is None])
+        live = [r for r in rows if r[1] is not None]
+        if live:
+            k.upsert([r[0] for r in live], [r[1] for r in live])
+        k.seq = seq
+        return k
+
+    def _gone(self, user_id: str, since: int) -> list[str]:
+        return [r[0] for r in self._db.execute(
+            "SELECT id FROM tombstones WHERE user_id = ? AND seq > ?", (user_id, since))]
 
     def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
         with self._lock:

@@ -1,6 +1,10 @@
-"""Tables of the embedded SQLite index."""
+"""Tables of the embedded SQLite index.
 
-SCHEMA_VERSION = 1
+Version 2 keeps each row's keyword terms in ``memories.terms`` (NULL: not keyword-searchable)
+and searches them in process (``keywords.KeywordIndex``); version 1 kept them in an FTS5 table,
+which ``migrate_v1`` folds back into the column."""
+
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memories (
@@ -25,11 +29,11 @@ CREATE TABLE IF NOT EXISTS memories (
     superseded_by TEXT,
     content_hash TEXT NOT NULL DEFAULT '',
     embedding BLOB,
-    seq INTEGER NOT NULL DEFAULT 0
+    seq INTEGER NOT NULL DEFAULT 0,
+    terms TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_user_file ON memories (user_id, file);
 CREATE INDEX IF NOT EXISTS memories_user_seq ON memories (user_id, seq);
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (ns, terms, tokenize = 'unicode61 remove_diacritics 0');
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER NOT NULL, user_id TEXT NOT NULL, id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tombstones_user_seq ON tombstones (user_id, seq);
 CREATE TABLE IF NOT EXISTS history (
@@ -47,3 +51,16 @@ CREATE TABLE IF NOT EXISTS state (
     PRIMARY KEY (user_id, kind, key));
 CREATE TABLE IF NOT EXISTS access_log (user_id TEXT NOT NULL, at TEXT NOT NULL, ids TEXT NOT NULL);
 """
+
+
+def migrate_v1(db) -> None:  # type: ignore[no-untyped-def]
+    """An index written by schema 1: move the FTS5 terms into ``memories.terms`` (in the caller's
+    transaction), then drop the FTS5 table."""
+    cols = {r[1] for r in db.execute("PRAGMA table_info(memories)")}
+    if "terms" not in cols:
+        db.execute("ALTER TABLE memories ADD COLUMN terms TEXT")
+    has_fts = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories_fts'").fetchone()
+    if has_fts:
+        db.execute("UPDATE memories SET terms = (SELECT f.terms FROM memories_fts f WHERE f.rowid = memories.rowid)")
+        db.execute("DROP TABLE memories_fts")
+    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))

@@ -105,9 +105,8 @@ def copy_index(source: SqliteSource, target: Index, users: list[str] | None = No
 
 def _copy_memories(db: sqlite3.Connection, user_id: str, target: Index, dim: int) -> int:
     n = 0
-    # memories_fts has only the columns ns and terms: the memories columns need no table prefix
-    sql = (f"SELECT {_SQLITE_COLS}, m.content_hash, m.embedding, f.terms FROM memories m "
-           "LEFT JOIN memories_fts f ON f.rowid = m.rowid WHERE m.user_id = ? ORDER BY m.rowid")
+    sql = (f"SELECT {_SQLITE_COLS}, content_hash, embedding, terms FROM memories "
+           "WHERE user_id = ? ORDER BY rowid")
     for rows in _batches(db, sql, (user_id,)):
         items = []
         for r in rows:

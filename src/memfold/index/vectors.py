@@ -1,13 +1,33 @@
-"""An in-process matrix of one namespace's vectors, searched with numpy, updated incrementally."""
+"""An in-process matrix of one namespace's vectors, searched with numpy, updated incrementally.
+
+Up to ``exact_max`` live rows a search is one exact matrix-vector product. Above that it has two
+stages: a product with the rows projected on their top ``RANK`` principal components (a matrix
+8× smaller than the vectors, so 8× less memory to stream) picks ``candidates(limit)`` rows, which
+are then scored exactly. The projection is fitted on a sample of the rows and refitted when the
+matrix has doubled since; new rows are projected as they arrive. On the bench's 100k vectors the
+first stage keeps 99.9 % of the exact top 50 (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+RANK = 64
+FIT_SAMPLE = 8192
+EXACT_MAX = 20_000
+
+
+def candidates(limit: int) -> int:
+    return max(1000, 20 * limit)
+
 
 class VectorMatrix:
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, exact_max: int = EXACT_MAX):
         self.dim = dim
+        self.exact_max = exact_max
+        self.basis: np.ndarray | None = None  # (dim, RANK)
+        self.shift = np.zeros(RANK, dtype=np.float32)  # mean @ basis
+        self.proj = np.zeros((0, RANK), dtype=np.float32)
+        self.fit_n = 0
         self.ids: list[str] = []
         self.pos: dict[str, int] = {}
         self.mat = np.zeros((0, dim), dtype=np.float32)
@@ -26,6 +46,10 @@ class VectorMatrix:
         alive = np.zeros(new_cap, dtype=bool)
         alive[: self.n] = self.alive[: self.n]
         self.mat, self.alive = mat, alive
+        if self.basis is not None:
+            proj = np.zeros((new_cap, RANK), dtype=np.float32)
+            proj[: self.n] = self.proj[: self.n]
+            self.proj = proj
 
     def upsert(self, ids: list[str], vectors: np.ndarray) -> None:
         if not ids:
@@ -42,6 +66,9 @@ class VectorMatrix:
                 self.dead -= 1
             self.mat[p] = vectors[i]
             self.alive[p] = True
+        if self.basis is not None:
+            rows = np.fromiter((self.pos[mid] for mid in ids), dtype=np.int64, count=len(ids))
+            self.proj[rows] = self.mat[rows] @ self.basis - self.shift
 
     def remove(self, ids: list[str]) -> None:
         for mid in ids:
@@ -60,6 +87,39 @@ class VectorMatrix:
         self.mat = np.ascontiguousarray(self.mat[keep])
         self.alive = np.ones(len(keep), dtype=bool)
         self.n, self.dead = len(keep), 0
+        self.basis, self.proj, self.fit_n = None, np.zeros((0, RANK), dtype=np.float32), 0
+
+    # ---- the two-stage search --------------------------------------------------------
+    def _approximate(self) -> bool:
+        if len(self) <= self.exact_max or self.dim < 2 * RANK:
+            return False
+        if self.basis is None or self.n > 2 * self.fit_n:
+            self._fit()
+        return True
+
+    def _fit(self) -> None:
+        """Principal components of a sample of the live rows (deterministic), and every row projected."""
+        live = np.flatnonzero(self.alive[: self.n])
+        rng = np.random.default_rng(0)
+        sample = self.mat[np.sort(rng.choice(live, min(FIT_SAMPLE, len(live)), replace=False))]
+        mean = sample.mean(axis=0)
+        centred = sample - mean
+        _, vecs = np.linalg.eigh(centred.T @ centred)
+        self.basis = np.ascontiguousarray(vecs[:, ::-1][:, :RANK], dtype=np.float32)
+        self.shift = (mean @ self.basis).astype(np.float32)
+        self.proj = np.zeros((self.mat.shape[0], RANK), dtype=np.float32)
+        for start in range(0, self.n, 16384):
+            stop = min(self.n, start + 16384)
+            self.proj[start:stop] = self.mat[start:stop] @ self.basis - self.shift
+        self.fit_n = self.n
+
+    def _shortlist(self, q: np.ndarray, c: int) -> np.ndarray:
+        """For each row of ``q`` (or for the one query ``q``), the ``c`` rows with the best first-stage scores."""
+        rough = (q @ self.basis) @ self.proj[: self.n].T
+        if self.dead:
+            rough[..., ~self.alive[: self.n]] = -np.inf
+        c = min(c, self.n - 1)
+        return np.argpartition(-rough, c - 1, axis=-1)[..., :c]
 
     def __len__(self) -> int:
         return self.n - self.dead
@@ -67,7 +127,15 @@ class VectorMatrix:
     def search(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
         if self.n == 0 or limit <= 0:
             return []
-        scores = self.mat[: self.n] @ query.astype(np.float32, copy=False)
+        q = query.astype(np.float32, copy=False)
+        if self._approximate():
+            rows = np.sort(self._shortlist(q, candidates(limit)))
+            exact = self.mat[rows] @ q
+            k = min(limit, len(rows))
+            top = np.argpartition(-exact, k - 1)[:k]
+            top = top[np.argsort(-exact[top], kind="stable")]
+            return [(self.ids[rows[i]], float(exact[i])) for i in top if self.alive[rows[i]]]
+        scores = self.mat[: self.n] @ q
         if self.dead:
             scores[~self.alive[: self.n]] = -np.inf
         k = min(limit, self.n)
@@ -77,7 +145,8 @@ class VectorMatrix:
 
     def search_many(self, queries: np.ndarray, limit: int, chunk: int = 256) -> list[list[tuple[str, float]]]:
         """Top ``limit`` per row of ``queries``: one matrix product per ``chunk`` rows (bounded memory)
-        and one vectorised partial sort per chunk."""
+        and one vectorised partial sort per chunk. Always exact: for a block of queries the product
+        runs at BLAS speed, and a first stage measured slower here (docs/benchmarks.md)."""
         if self.n == 0 or limit <= 0 or len(queries) == 0:
             return [[] for _ in range(len(queries))]
         q = queries.astype(np.float32, copy=False)
@@ -96,3 +165,4 @@ class VectorMatrix:
             out.extend([(self.ids[i], float(v)) for i, v in zip(row_ids, row_vals) if np.isfinite(v)]
                        for row_ids, row_vals in zip(top.tolist(), vals.tolist()))
         return out
+

@@ -1,0 +1,228 @@
+"""An in-process inverted index of one namespace's keyword terms, scored with BM25 in numpy and
+updated incrementally (the keyword twin of ``vectors.VectorMatrix``).
+
+BM25 as both backends define it (SPEC §5): k1 1.2, b 0.75; N, the average length and document
+frequencies count the namespace's searchable rows only (another user's data never changes your
+scores); idf = ln((N − df + 0.5)/(df + 0.5)), floored at 1e-6 as SQLite FTS5 does; a row's length
+is its number of terms.
+
+Postings live in a compressed base (CSR by term, built in bulk with numpy) plus a small delta of
+recent rows; the delta is folded into the base when it grows past a fraction of it. A changed or
+removed row leaves its slot dead (masked at scoring) and dead slots are compacted away in bulk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+K1, B = 1.2, 0.75
+IDF_FLOOR = 1e-6
+
+
+def bm25_weights(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf: float) -> np.ndarray:
+    return idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+
+
+def idf_of(n: int, df: int) -> float:
+    v = float(np.log((n - df + 0.5) / (df + 0.5)))
+    return v if v > 0 else IDF_FLOOR
+
+
+class KeywordIndex:
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.df = np.zeros(0, dtype=np.int64)
+        self.ids: list[str] = []
+        self.pos: dict[str, int] = {}  # id -> live slot
+        self.dl = np.zeros(0, dtype=np.float64)
+        self.alive = np.zeros(0, dtype=bool)
+        self.n = 0  # slots used
+        self.live = 0
+        self.total_len = 0.0
+        # base postings: CSR by term over slots < base_n; the same pairs by slot for removals
+        self.base_n = 0
+        self.t_ptr = np.zeros(1, dtype=np.int64)
+        self.t_slot = np.zeros(0, dtype=np.int32)
+        self.t_tf = np.zeros(0, dtype=np.float32)
+        self.s_ptr = np.zeros(1, dtype=np.int64)
+        self.s_tid = np.zeros(0, dtype=np.int32)
+        # delta: slots >= base_n
+        self.d_post: dict[int, list[tuple[int, int]]] = {}
+        self.d_terms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.d_size = 0
+        self.seq = 0
+
+    # ---- building ------------------------------------------------------------------
+    def _tids(self, tokens: list[str]) -> np.ndarray:
+        vocab = self.vocab
+        start = len(vocab)
+        out = np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens))
+        if len(vocab) > start:
+            grown = np.zeros(max(len(vocab), 2 * len(self.df)), dtype=np.int64)
+            grown[: len(self.df)] = self.df
+            self.df = grown
+        return out
+
+    def _grow_slots(self, need: int) -> None:
+        cap = len(self.dl)
+        if need <= cap:
+            return
+        new_cap = max(need, cap * 2, 256)
+        dl = np.zeros(new_cap, dtype=np.float64)
+        dl[: self.n] = self.dl[: self.n]
+        alive = np.zeros(new_cap, dtype=bool)
+        alive[: self.n] = self.alive[: self.n]
+        self.dl, self.alive = dl, alive
+
+    def upsert(self, ids: Sequence[str], documents: Sequence[str]) -> None:
+        """(Re)place rows: each document is its space-separated terms."""
+        if not ids:
+            return
+        if len(set(ids)) != len(ids):  # the last document of an id wins
+            last = dict(zip(ids, documents))
+            ids, documents = list(last), list(last.values())
+        self.remove([mid for mid in ids if mid in self.pos])
+        token_lists = [d.split() for d in documents]
+        lens = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+        flat = self._tids([t for toks in token_lists for t in toks])
+        first = self.n
+        self._grow_slots(self.n + len(ids))
+        slots = np.arange(first, first + len(ids), dtype=np.int64)
+        for i, mid in enumerate(ids):
+            self.pos[mid] = first + i
+        self.ids.extend(ids)
+        self.n += len(ids)
+        self.dl[first: self.n] = lens
+        self.alive[first: self.n] = True
+        self.live += len(ids)
+        self.total_len += float(lens.sum())
+        # unique (slot, term) pairs with their counts
+        doc_of = np.repeat(slots, lens)
+        vsize = max(len(self.vocab), 1)
+        keys, tf = np.unique(doc_of * vsize + flat, return_counts=True)
+        pair_slot, pair_tid = keys // vsize, keys % vsize
+        np.add.at(self.df, pair_tid, 1)
+        if first == 0 and self.base_n == 0 and not self.d_terms:
+            self._set_base(pair_slot, pair_tid, tf)
+            return
+        bounds = np.searchsorted(pair_slot, slots, side="left").tolist() + [len(pair_slot)]
+        tids_l, tf_l = pair_tid.tolist(), tf.tolist()
+        for j, s in enumerate(slots.tolist()):
+            a, b = bounds[j], bounds[j + 1]
+            self.d_terms[s] = (pair_tid[a:b].astype(np.int32), tf[a:b].astype(np.float32))
+            for k in range(a, b):
+                self.d_post.setdefault(tids_l[k], []).append((s, tf_l[k]))
+        self.d_size += len(pair_slot)
+        if self.d_size > max(20_000, len(self.t_slot) // 4):
+            self._fold()
+
+    def _set_base(self, pair_slot: np.ndarray, pair_tid: np.ndarray, tf: np.ndarray) -> None:
+        """Base postings from (slot, term, tf) triples sorted by slot."""
+        self.base_n = self.n
+        self.s_tid = pair_tid.astype(np.int32)
+        self.s_ptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pair_slot, minlength=self.n), out=self.s_ptr[1:])
+        order = np.argsort(pair_tid, kind="stable")
+        self.t_slot = pair_slot[order].astype(np.int32)
+        self.t_tf = tf[order].astype(np.float32)
+        self.t_ptr = np.zeros(len(self.vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pair_tid, minlength=len(self.vocab)), out=self.t_ptr[1:])
+        self.d_post, self.d_terms, self.d_size = {}, {}, 0
+
+    def _triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (slot, term, tf) of live slots, sorted by slot."""
+        if self.base_n:
+            counts = np.diff(self.s_ptr)
+            slots = np.repeat(np.arange(self.base_n, dtype=np.int64), counts)
+            tf_by_slot = np.empty(len(self.t_slot), dtype=np.float32)
+            order = np.argsort(self.t_slot, kind="stable")  # term-major -> slot-major
+            tf_by_slot[:] = self.t_tf[order]
+            parts = [(slots, self.s_tid.astype(np.int64), tf_by_slot)]
+        else:
+            parts = []
+        for s in sorted(self.d_terms):
+            tids, tfs = self.d_terms[s]
+            parts.append((np.full(len(tids), s, dtype=np.int64), tids.astype(np.int64), tfs))
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        slot = np.concatenate([p[0] for p in parts])
+        tid = np.concatenate([p[1] for p in parts])
+        tf = np.concatenate([p[2] for p in parts])
+        keep = self.alive[slot]
+        return slot[keep], tid[keep], tf[keep]
+
+    def _fold(self) -> None:
+        """Fold the delta into the base and drop dead slots (renumbering the live ones)."""
+        slot, tid, tf = self._triples()
+        live = np.flatnonzero(self.alive[: self.n])
+        renum = np.full(self.n, -1, dtype=np.int64)
+        renum[live] = np.arange(len(live))
+        self.ids = [self.ids[i] for i in live.tolist()]
+        self.pos = {mid: i for i, mid in enumerate(self.ids)}
+        self.dl = np.ascontiguousarray(self.dl[live])
+        self.alive = np.ones(len(live), dtype=bool)
+        self.n = self.live = len(live)
+        new_slot = renum[slot]
+        order = np.lexsort((tid, new_slot))
+        self._set_base(new_slot[order], tid[order], tf[order].astype(np.float32))
+
+    def _terms_of(self, slot: int) -> np.ndarray:
+        if slot < self.base_n:
+            return self.s_tid[self.s_ptr[slot]: self.s_ptr[slot + 1]]
+        return self.d_terms[slot][0]
+
+    def remove(self, ids: Sequence[str]) -> None:
+        for mid in ids:
+            s = self.pos.pop(mid, None)
+            if s is None or not self.alive[s]:
+                continue
+            self.alive[s] = False
+            self.live -= 1
+            self.total_len -= float(self.dl[s])
+            np.subtract.at(self.df, self._terms_of(s).astype(np.int64), 1)
+            if s >= self.base_n:
+                del self.d_terms[s]  # its postings stay in d_post, masked by ``alive``
+        dead = self.n - self.live
+        if dead > 1024 and dead > self.n // 2:
+            self._fold()
+
+    def __len__(self) -> int:
+        return self.live
+
+    # ---- search --------------------------------------------------------------------
+    def search(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        if self.live == 0 or limit <= 0:
+            return []
+        avgdl = self.total_len / self.live if self.total_len > 0 else 1.0
+        slot_parts, weight_parts = [], []
+        for t in dict.fromkeys(terms):
+            tid = self.vocab.get(t)
+            if tid is None or self.df[tid] <= 0:
+                continue
+            idf = idf_of(self.live, int(self.df[tid]))
+            slots = self.t_slot[self.t_ptr[tid]: self.t_ptr[tid + 1]] if tid + 1 < len(self.t_ptr) else \
+                np.zeros(0, dtype=np.int32)
+            tfs = self.t_tf[self.t_ptr[tid]: self.t_ptr[tid + 1]] if tid + 1 < len(self.t_ptr) else \
+                np.zeros(0, dtype=np.float32)
+            extra = self.d_post.get(tid)
+            if extra:
+                d = np.asarray(extra, dtype=np.int64)
+                slots = np.concatenate([slots.astype(np.int64), d[:, 0]])
+                tfs = np.concatenate([tfs, d[:, 1].astype(np.float32)])
+            if len(slots) == 0:
+                continue
+            slot_parts.append(slots)
+            weight_parts.append(bm25_weights(tfs.astype(np.float64), self.dl[slots], avgdl, idf))
+        if not slot_parts:
+            return []
+        slots = np.concatenate(slot_parts).astype(np.int64)
+        scores = np.bincount(slots, weights=np.concatenate(weight_parts), minlength=self.n)
+        if self.live != self.n:
+            scores[~self.alive[: self.n]] = 0.0
+        cand = np.flatnonzero(scores > 0)
+        if len(cand) > limit:
+            cand = cand[np.argpartition(-scores[cand], limit - 1)[:limit]]
+        # best first; equal scores by slot (insertion order), as stable as the SQL backends' tie-break
+        cand = cand[np.lexsort((cand, -scores[cand]))]
+        return [(self.ids[s], float(scores[s])) for s in cand.tolist()]
