@@ -1,4 +1,5 @@
-"""Embedding throughput of the bundled embedder at a given BLAS thread count.
+"""Embedding throughput of the bundled embedder with a given number of worker threads
+(each embeds whole batches on one BLAS thread).
 
     python benchmarks/embed_threads.py --threads 1
     python benchmarks/embed_threads.py --threads 2
@@ -18,7 +19,7 @@ WORDS = "apple river stone cloud violin tiger copper lantern meadow rocket å’–å•
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--threads", type=int, default=0, help="BLAS threads (0 = all cores)")
+    ap.add_argument("--threads", type=int, default=0, help="worker threads (0 = all cores)")
     ap.add_argument("--n", type=int, default=1000, help="texts in the batch call")
     args = ap.parse_args()
     rng = random.Random(0)

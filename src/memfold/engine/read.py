@@ -79,6 +79,9 @@ class Retriever:
         store = self._store(user_id)
         pol = self._policy(user_id)
         k = limit or pol.retrieve_limit
+        warm = getattr(store.embedder, "warm", None)
+        if callable(warm):  # a first search loads the model while the index loads
+            warm()
         store.sync()
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)

@@ -13,6 +13,7 @@ removed row leaves its slot dead (masked at scoring) and dead slots are compacte
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -57,7 +58,10 @@ class KeywordIndex:
     def _tids(self, tokens: list[str]) -> np.ndarray:
         vocab = self.vocab
         start = len(vocab)
-        out = np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens))
+        for t in dict.fromkeys(tokens):  # new terms get the next ids; the mapping below runs in C
+            if t not in vocab:
+                vocab[t] = len(vocab)
+        out = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         if len(vocab) > start:
             grown = np.zeros(max(len(vocab), 2 * len(self.df)), dtype=np.int64)
             grown[: len(self.df)] = self.df
@@ -85,7 +89,7 @@ class KeywordIndex:
         self.remove([mid for mid in ids if mid in self.pos])
         token_lists = [d.split() for d in documents]
         lens = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-        flat = self._tids([t for toks in token_lists for t in toks])
+        flat = self._tids(list(chain.from_iterable(token_lists)))
         first = self.n
         self._grow_slots(self.n + len(ids))
         slots = np.arange(first, first + len(ids), dtype=np.int64)
@@ -186,6 +190,35 @@ class KeywordIndex:
         dead = self.n - self.live
         if dead > 1024 and dead > self.n // 2:
             self._fold()
+
+    # ---- snapshot (index/snapshot.py) --------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """Live rows only: the delta is folded in and dead slots dropped first."""
+        if self.d_terms or self.d_post or self.live != self.n:
+            self._fold()
+        vocab = list(self.vocab)
+        return {"k_ids": np.array(self.ids, dtype=str).reshape(-1), "k_vocab": np.array("\n".join(vocab)),
+                "k_dl": self.dl[: self.n], "k_df": self.df[: len(vocab)], "k_t_ptr": self.t_ptr,
+                "k_t_slot": self.t_slot, "k_t_tf": self.t_tf, "k_s_ptr": self.s_ptr, "k_s_tid": self.s_tid}
+
+    @classmethod
+    def from_state(cls, st: dict[str, np.ndarray]) -> "KeywordIndex":
+        k = cls()
+        k.ids = st["k_ids"].tolist()
+        text = str(st["k_vocab"])
+        k.vocab = {t: i for i, t in enumerate(text.split("\n"))} if text else {}
+        k.n = k.live = k.base_n = len(k.ids)
+        k.pos = {mid: i for i, mid in enumerate(k.ids)}
+        k.dl = np.asarray(st["k_dl"], dtype=np.float64)
+        k.alive = np.ones(k.n, dtype=bool)
+        k.total_len = float(k.dl.sum())
+        k.df = np.asarray(st["k_df"], dtype=np.int64)
+        k.t_ptr, k.t_slot, k.t_tf = st["k_t_ptr"], st["k_t_slot"], st["k_t_tf"]
+        k.s_ptr, k.s_tid = st["k_s_ptr"], st["k_s_tid"]
+        if len(k.dl) != k.n or len(k.df) != len(k.vocab) or len(k.t_ptr) != len(k.vocab) + 1 \
+                or len(k.s_ptr) != k.n + 1 or len(k.t_slot) != len(k.s_tid):
+            raise ValueError("inconsistent keyword arrays")
+        return k
 
     def __len__(self) -> int:
         return self.live

