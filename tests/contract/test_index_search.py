@@ -141,3 +141,12 @@ def test_vector_search_many_matches_single_searches(index: Index) -> None:
         assert [s for _, s in row] == pytest.approx([s for _, s in single], abs=1e-6)
     assert index.vector_search_many("alice", np.zeros((0, DIM), np.float32), 5) == []
     assert index.vector_search_many("nobody", qs[:2], 5) == [[], []]
+    # with a floor: the same rows, cut at the floor (the near-duplicate check)
+    index.delete("alice", ["m3"])
+    plain = index.vector_search_many("alice", qs, 5)
+    for floor in (0.0, 0.5, 0.9):
+        above = index.vector_search_many("alice", qs, 5, min_score=floor)
+        for row, cut in zip(plain, above):
+            want = [(m, s) for m, s in row if s >= floor]
+            assert [m for m, _ in cut] == [m for m, _ in want]
+            assert [s for _, s in cut] == pytest.approx([s for _, s in want], abs=1e-6)

@@ -117,6 +117,13 @@ def test_two_stage_vector_search_keeps_the_exact_top_hits(tmp_path: Path) -> Non
         got_scores = dict(got)
         assert all(got_scores[m] == pytest.approx(s, abs=1e-5) for m, s in want if m in got_scores)
     assert np.mean(recall) >= 0.98
+    # the near-duplicate check (a floor on the score) is exact: its first stage only bounds scores
+    near = np.concatenate([vecs[5:40], vecs[40:80] + 0.02 * rng.normal(size=(40, dim)).astype(np.float32), queries])
+    for floor in (0.95, 0.8):
+        got_many = fast.vector_search_many("alice", near, 3, min_score=floor)
+        want_many = exact.vector_search_many("alice", near, 3, min_score=floor)
+        assert [[m for m, _ in r] for r in got_many] == [[m for m, _ in r] for r in want_many]
+        assert sum(len(r) for r in got_many) >= 60
     assert fast.vector_search("alice", -vecs[1], 1)[0][0] == "v1"
     fast.close()
     exact.close()

@@ -58,7 +58,7 @@ class LLMWriteSteps:
                vecs: np.ndarray, threshold: float, skip: set[int]) -> Decisions:
         """Merge decisions for candidates near an existing memory, asked before the workspace
         lock is taken; the locked write re-checks that the existing memory did not change."""
-        near = store.index.vector_search_many(user_id, vecs, 3)
+        near = store.index.vector_search_many(user_id, vecs, 3, min_score=threshold)
         ids = sorted({mid for row in near for mid, s in row if s >= threshold})
         existing = {r.id: r for r in store.index.get(user_id, ids)}
         decided = merge.decide_all(calls, records, vecs, near, existing, threshold, store.space.language, skip)

@@ -234,13 +234,14 @@ class WritePath:
     def _persist_locked(self, user_id: str, store: UserStore, cands: list[Candidate], vecs: np.ndarray,
                         decisions: Decisions | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         threshold = self._policy(user_id).dedupe_threshold
-        near = store.index.vector_search_many(user_id, vecs, 3)
+        near = store.index.vector_search_many(user_id, vecs, 3, min_score=threshold)
         hit_ids = sorted({mid for row in near for mid, s in row if s >= threshold})
         existing = {r.id: r for r in store.index.get(user_id, hit_ids)}
         keep: list[int] = []
         updates: dict[str, MemoryRecord] = {}
         replaced: list[tuple[MemoryRecord, int, merge.MergeDecision]] = []
         incoming: dict[int, str] = {}  # what a merged candidate said before the merge
+        gram = vecs @ vecs.T if len(cands) > 1 else None  # candidates against each other, one product
         for i, c in enumerate(cands):
             episodic = c.record.file == EPISODIC
             twin = None
@@ -250,7 +251,7 @@ class WritePath:
                     twin = old
                     break
             if twin is None:  # also look among the earlier candidates of this call (one product, no loop)
-                close = np.flatnonzero(vecs[keep] @ vecs[i] >= threshold) if keep else ()
+                close = np.flatnonzero(gram[i, keep] >= threshold) if keep and gram is not None else ()
                 twin = next((cands[keep[x]].record for x in close
                              if (cands[keep[x]].record.file == EPISODIC) == episodic), None)
                 if twin is not None and twin.content.strip().lower() != c.record.content.strip().lower() \
@@ -272,6 +273,8 @@ class WritePath:
                     incoming[i] = c.record.content
                     cands[i] = Candidate(merge.merged_record(twin, c.record, decision), c.origin)
                     vecs[i] = vec
+                    if gram is not None:
+                        gram[i, :] = gram[:, i] = vecs @ vec
                 if decision.action != "keep_both":
                     replaced.append((twin, i, decision))
                 keep.append(i)

@@ -100,8 +100,13 @@ m = Memory(root=sys.argv[1])
 t1 = time.perf_counter()
 m.search(sys.argv[2], sys.argv[3], limit=10, record_access=False)
 t2 = time.perf_counter()
-import resource
-print(t1 - t0, t2 - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+# this process's own peak (ru_maxrss would report the parent's: Linux keeps it across exec)
+try:
+    hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) / 1024.0
+except OSError:  # no /proc (macOS): the best available figure
+    import resource
+    hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print(t1 - t0, t2 - t0, hwm)
 """
 
 

@@ -266,7 +266,8 @@ class PostgresIndex:
             cur.execute(_NEAREST, {"v": self._vec(vector, "the query"), "user": user_id, "limit": limit})
             return [(r[0], float(r[1])) for r in cur.fetchall()]
 
-    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int) -> list[list[tuple[str, float]]]:
+    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
+                           min_score: float | None = None) -> list[list[tuple[str, float]]]:
         out: list[list[tuple[str, float]]] = [[] for _ in range(len(vectors))]
         if limit <= 0 or len(vectors) == 0:
             return out
@@ -274,7 +275,8 @@ class PostgresIndex:
         with self._cur() as cur:
             cur.execute(_NEAREST_MANY, {"vs": vs, "user": user_id, "limit": limit})
             for i, mid, s in cur.fetchall():
-                out[int(i) - 1].append((mid, float(s)))
+                if min_score is None or float(s) >= min_score:
+                    out[int(i) - 1].append((mid, float(s)))
         return out
 
     def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:

@@ -23,7 +23,7 @@ from .vectors import VectorMatrix
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: vectors carry their residual norms
 MIN_ROWS = 5000  # smaller namespaces load from the rows fast enough
 
 

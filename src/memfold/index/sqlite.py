@@ -255,9 +255,10 @@ class SqliteIndex:
         with self._lock:
             return self._matrix(user_id).search(vector, limit)
 
-    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int) -> list[list[tuple[str, float]]]:
+    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
+                           min_score: float | None = None) -> list[list[tuple[str, float]]]:
         with self._lock:
-            return self._matrix(user_id).search_many(vectors, limit)
+            return self._matrix(user_id).search_many(vectors, limit, min_score=min_score)
 
     def _open_namespace(self, user_id: str) -> None:
         """The namespace's search structures: from its snapshot when there is a usable one, else empty

@@ -27,6 +27,7 @@ class VectorMatrix:
         self.basis: np.ndarray | None = None  # (dim, RANK)
         self.shift = np.zeros(RANK, dtype=np.float32)  # mean @ basis
         self.proj = np.zeros((0, RANK), dtype=np.float32)
+        self.resid = np.zeros(0, dtype=np.float32)  # norm of each row outside the basis
         self.fit_n = 0
         self.ids: list[str] = []
         self.pos: dict[str, int] = {}
@@ -49,7 +50,9 @@ class VectorMatrix:
         if self.basis is not None:
             proj = np.zeros((new_cap, RANK), dtype=np.float32)
             proj[: self.n] = self.proj[: self.n]
-            self.proj = proj
+            resid = np.zeros(new_cap, dtype=np.float32)
+            resid[: self.n] = self.resid[: self.n]
+            self.proj, self.resid = proj, resid
 
     def upsert(self, ids: list[str], vectors: np.ndarray) -> None:
         if not ids:
@@ -63,7 +66,7 @@ class VectorMatrix:
             self.alive[self.n: self.n + len(ids)] = True
             self.n += len(ids)
             if self.basis is not None:
-                self.proj[self.n - len(ids): self.n] = self.mat[self.n - len(ids): self.n] @ self.basis - self.shift
+                self._project(np.arange(self.n - len(ids), self.n))
             return
         for i, mid in enumerate(ids):
             p = self.pos.get(mid)
@@ -76,8 +79,7 @@ class VectorMatrix:
             self.mat[p] = vectors[i]
             self.alive[p] = True
         if self.basis is not None:
-            rows = np.fromiter((self.pos[mid] for mid in ids), dtype=np.int64, count=len(ids))
-            self.proj[rows] = self.mat[rows] @ self.basis - self.shift
+            self._project(np.fromiter((self.pos[mid] for mid in ids), dtype=np.int64, count=len(ids)))
 
     def remove(self, ids: list[str]) -> None:
         for mid in ids:
@@ -97,6 +99,7 @@ class VectorMatrix:
         self.alive = np.ones(len(keep), dtype=bool)
         self.n, self.dead = len(keep), 0
         self.basis, self.proj, self.fit_n = None, np.zeros((0, RANK), dtype=np.float32), 0
+        self.resid = np.zeros(0, dtype=np.float32)
 
     # ---- the two-stage search --------------------------------------------------------
     def _approximate(self) -> bool:
@@ -117,10 +120,17 @@ class VectorMatrix:
         self.basis = np.ascontiguousarray(vecs[:, ::-1][:, :RANK], dtype=np.float32)
         self.shift = (mean @ self.basis).astype(np.float32)
         self.proj = np.zeros((self.mat.shape[0], RANK), dtype=np.float32)
+        self.resid = np.zeros(self.mat.shape[0], dtype=np.float32)
         for start in range(0, self.n, 16384):
-            stop = min(self.n, start + 16384)
-            self.proj[start:stop] = self.mat[start:stop] @ self.basis - self.shift
+            self._project(np.arange(start, min(self.n, start + 16384)))
         self.fit_n = self.n
+
+    def _project(self, rows: np.ndarray) -> None:
+        """First-stage coordinates of ``rows`` (centred) and the norm of what the basis misses."""
+        x = self.mat[rows]
+        y = x @ self.basis
+        self.resid[rows] = np.sqrt(np.maximum(0.0, np.einsum("ij,ij->i", x, x) - np.einsum("ij,ij->i", y, y)))
+        self.proj[rows] = y - self.shift
 
     def _shortlist(self, q: np.ndarray, c: int) -> np.ndarray:
         """For each row of ``q`` (or for the one query ``q``), the ``c`` rows with the best first-stage scores."""
@@ -137,7 +147,7 @@ class VectorMatrix:
         out = {"v_ids": np.array([self.ids[i] for i in live.tolist()], dtype=str).reshape(-1),
                "v_mat": self.mat[live]}
         if self.basis is not None:
-            out.update(v_basis=self.basis, v_shift=self.shift, v_proj=self.proj[live],
+            out.update(v_basis=self.basis, v_shift=self.shift, v_proj=self.proj[live], v_resid=self.resid[live],
                        v_fit_n=np.array([self.fit_n]))
         return out
 
@@ -153,6 +163,7 @@ class VectorMatrix:
         if "v_basis" in st:
             m.basis, m.shift = st["v_basis"], st["v_shift"]
             m.proj = np.ascontiguousarray(st["v_proj"], dtype=np.float32)
+            m.resid = np.ascontiguousarray(st["v_resid"], dtype=np.float32)
             m.fit_n = int(st["v_fit_n"][0])
         return m
 
@@ -178,13 +189,16 @@ class VectorMatrix:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
 
-    def search_many(self, queries: np.ndarray, limit: int, chunk: int = 256) -> list[list[tuple[str, float]]]:
+    def search_many(self, queries: np.ndarray, limit: int, chunk: int = 256,
+                    min_score: float | None = None) -> list[list[tuple[str, float]]]:
         """Top ``limit`` per row of ``queries``: one matrix product per ``chunk`` rows (bounded memory)
         and one vectorised partial sort per chunk. Always exact: for a block of queries the product
         runs at BLAS speed, and a first stage measured slower here (docs/benchmarks.md)."""
         if self.n == 0 or limit <= 0 or len(queries) == 0:
             return [[] for _ in range(len(queries))]
         q = queries.astype(np.float32, copy=False)
+        if min_score is not None:
+            return self._search_many_above(q, limit, chunk, float(min_score))
         k = min(limit, self.n)
         dead = ~self.alive[: self.n] if self.dead else None
         out: list[list[tuple[str, float]]] = []
@@ -201,3 +215,38 @@ class VectorMatrix:
                        for row_ids, row_vals in zip(top.tolist(), vals.tolist()))
         return out
 
+
+    def _search_many_above(self, q: np.ndarray, limit: int, chunk: int, min_score: float
+                           ) -> list[list[tuple[str, float]]]:
+        """Exact top ``limit`` rows scoring ≥ ``min_score`` per query. Above ``exact_max`` rows the
+        first stage bounds each score from above (x·q ≤ y_x·y_q + |r_x|·|r_q|, with y the basis
+        coordinates and r what the basis misses, |r_x| taken at its maximum), and only rows whose
+        bound reaches ``min_score`` are scored exactly: for a near-duplicate threshold, a handful."""
+        out: list[list[tuple[str, float]]] = []
+        bounded = self._approximate()
+        rmax = float(self.resid[: self.n].max()) if bounded else 0.0
+        for start in range(0, len(q), chunk):
+            block = q[start: start + chunk]
+            if bounded:
+                y = block @ self.basis
+                rq = np.sqrt(np.maximum(0.0, np.einsum("ij,ij->i", block, block) - np.einsum("ij,ij->i", y, y)))
+                # score ≤ proj·y + shift·y + rq·resid ≤ proj·y + shift·y + rq·max(resid): one compare per pair
+                floor = (min_score - 1e-4) - y @ self.shift - rq * rmax  # 1e-4: float32 rounding margin
+                hit = y @ self.proj[: self.n].T >= floor[:, None]
+                some = np.flatnonzero(hit.any(axis=1))  # most queries have no near row at all
+                qi, rows = np.nonzero(hit[some])
+                qi = some[qi]
+                scores = np.einsum("ij,ij->i", self.mat[rows], block[qi]) if len(rows) else np.zeros(0, np.float32)
+            else:
+                full = block @ self.mat[: self.n].T
+                qi, rows = np.nonzero(full >= min_score)
+                scores = full[qi, rows]
+            keep = (scores >= min_score) & self.alive[rows]
+            qi, rows, scores = qi[keep], rows[keep], scores[keep]
+            hits: list[list[tuple[float, int]]] = [[] for _ in range(len(block))]
+            for i, r, sc in zip(qi.tolist(), rows.tolist(), scores.tolist()):
+                hits[i].append((sc, r))
+            for row in hits:
+                row.sort(key=lambda h: (-h[0], h[1]))
+                out.append([(self.ids[r], float(sc)) for sc, r in row[:limit]])
+        return out
