@@ -67,7 +67,7 @@ class LLMWriteSteps:
         vectors = {}
         if merged:
             keys = sorted(merged)
-            embedded = store.embedder.embed([rec.index_text(merged[k]) for k in keys])
+            embedded = store.embedder.embed([rec.embed_text(merged[k]) for k in keys])
             vectors = {k: embedded[n] for n, k in enumerate(keys)}
         return {i: (d, vectors.get(i)) for i, d in decided.items()}
 

@@ -343,7 +343,7 @@ class Memory:
                                      for r in active])
             archived = [r for r in recs if not r.is_active]
             if archived:
-                vecs = self.embedder.embed([rec.index_text(r) for r in archived])
+                vecs = self.embedder.embed([rec.embed_text(r) for r in archived])
                 self.index.upsert([rec.item(r, vecs[i]) for i, r in enumerate(archived)])
             # access statistics are index-only: restore them as exported
             self.index.upsert([rec.item(r, None) for r in active])

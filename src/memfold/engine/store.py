@@ -120,7 +120,7 @@ class UserStore:
         if not records:
             return
         if vectors is None:
-            vectors = self.embedder.embed([rec.index_text(r) for r in records])
+            vectors = self.embedder.embed([rec.embed_text(r) for r in records])
         self.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(records)])
 
     # ---- writes ---------------------------------------------------------------------
@@ -172,7 +172,7 @@ class UserStore:
                                                         None, detail)])
             else:
                 vec = None if new.content == record.content and new.context == record.context else \
-                    self.embedder.embed([rec.index_text(new)])[0]
+                    self.embedder.embed([rec.embed_text(new)])[0]
                 self.index.upsert([rec.item(new, vec)])
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
                                                         new.content, detail)])

@@ -217,7 +217,7 @@ class WritePath:
     def _dedupe_and_persist(self, user_id: str, cands: list[Candidate], calls: LLMCalls | None = None,
                             warnings: list[str] | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         store = self._store(user_id)
-        vecs = store.embedder.embed([rec.index_text(c.record) for c in cands])
+        vecs = store.embedder.embed([rec.embed_text(c.record) for c in cands])
         decisions = None  # None: the deterministic rule; else the LLM's answers, asked outside the lock
         if calls is not None:
             store.sync()

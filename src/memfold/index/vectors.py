@@ -41,7 +41,7 @@ class VectorMatrix:
         cap = self.mat.shape[0]
         if need <= cap:
             return
-        new_cap = max(need, cap * 2, 256)
+        new_cap = max(need, cap * 2 if cap < 65536 else cap + cap // 4, 256)  # big: grow by a quarter
         mat = np.zeros((new_cap, self.dim), dtype=np.float32)
         mat[: self.n] = self.mat[: self.n]
         alive = np.zeros(new_cap, dtype=bool)
@@ -224,18 +224,29 @@ class VectorMatrix:
         bound reaches ``min_score`` are scored exactly: for a near-duplicate threshold, a handful."""
         out: list[list[tuple[str, float]]] = []
         bounded = self._approximate()
-        rmax = float(self.resid[: self.n].max()) if bounded else 0.0
+        if bounded:  # blocks of 64 queries into buffers reused across blocks (fresh ones cost page faults)
+            chunk = 64
+            rmax = float(self.resid[: self.n].max())
+            rough_buf = np.empty((min(chunk, len(q)), self.n), dtype=np.float32)
+            hit_buf = np.empty((min(chunk, len(q)), self.n), dtype=bool)
+            proj_t = self.proj[: self.n].T
         for start in range(0, len(q), chunk):
             block = q[start: start + chunk]
             if bounded:
+                b = len(block)
                 y = block @ self.basis
                 rq = np.sqrt(np.maximum(0.0, np.einsum("ij,ij->i", block, block) - np.einsum("ij,ij->i", y, y)))
                 # score ≤ proj·y + shift·y + rq·resid ≤ proj·y + shift·y + rq·max(resid): one compare per pair
-                floor = (min_score - 1e-4) - y @ self.shift - rq * rmax  # 1e-4: float32 rounding margin
-                hit = y @ self.proj[: self.n].T >= floor[:, None]
+                base = y @ self.shift
+                rough, hit = rough_buf[:b], hit_buf[:b]
+                np.matmul(y, proj_t, out=rough)
+                np.greater_equal(rough, ((min_score - 1e-4) - base - rq * rmax)[:, None], out=hit)  # 1e-4: rounding
                 some = np.flatnonzero(hit.any(axis=1))  # most queries have no near row at all
                 qi, rows = np.nonzero(hit[some])
                 qi = some[qi]
+                # the same bound with each row's own residual norm, then the exact score
+                tight = rough[qi, rows] + base[qi] + rq[qi] * self.resid[rows] >= min_score - 1e-4
+                qi, rows = qi[tight], rows[tight]
                 scores = np.einsum("ij,ij->i", self.mat[rows], block[qi]) if len(rows) else np.zeros(0, np.float32)
             else:
                 full = block @ self.mat[: self.n].T
