@@ -26,7 +26,7 @@ class EmbedderSettings:
     dim: int = 0  # only for openai: 0 = ask the endpoint
     timeout: float = 30.0
     batch_size: int = 64
-    threads: int = 0  # BLAS threads of the bundled embedders: 0 = all cores (fastest idle), 1 = busy machines
+    threads: int = 0  # bundled USE: batches embedded at once on worker threads; 0 = all cores
 
 
 @dataclass(frozen=True)
