@@ -30,15 +30,14 @@ def _load(index: Index) -> None:
 
 def _bm25(corpus: dict[str, list[str]], user_docs: set[str], query: list[str]) -> dict[str, float]:
     """BM25 as both backends define it: k1 1.2, b 0.75, statistics over the namespace's searchable
-    rows only, idf floored at 1e-6, a row's length its number of terms."""
+    rows only, Lucene's idf ln(1 + (N − df + 0.5)/(df + 0.5)), a row's length its number of terms."""
     docs = {mid: corpus[mid] for mid in user_docs}
     n = len(docs)
     avgdl = sum(len(t) for t in docs.values()) / n
     out: dict[str, float] = {}
     for q in dict.fromkeys(query):
         hits = sum(1 for t in docs.values() if q in t)
-        idf = math.log((n - hits + 0.5) / (hits + 0.5))
-        idf = idf if idf > 0 else 1e-6
+        idf = math.log(1 + (n - hits + 0.5) / (hits + 0.5))
         for mid, t in docs.items():
             tf = t.count(q)
             if tf:

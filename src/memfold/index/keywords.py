@@ -3,8 +3,9 @@ updated incrementally (the keyword twin of ``vectors.VectorMatrix``).
 
 BM25 as both backends define it (SPEC §5): k1 1.2, b 0.75; N, the average length and document
 frequencies count the namespace's searchable rows only (another user's data never changes your
-scores); idf = ln((N − df + 0.5)/(df + 0.5)), floored at 1e-6 as SQLite FTS5 does; a row's length
-is its number of terms.
+scores); idf = ln(1 + (N − df + 0.5)/(df + 0.5)) (Lucene's form: positive however small the
+namespace, where SQLite FTS5's ln((N − df + 0.5)/(df + 0.5)) floored at 1e-6 made every term of
+more than half of a small user's memories worthless); a row's length is its number of terms.
 
 Postings live in a compressed base (CSR by term, built in bulk with numpy) plus a small delta of
 recent rows; the delta is folded into the base when it grows past a fraction of it. A changed or
@@ -18,7 +19,6 @@ from itertools import chain
 import numpy as np
 
 K1, B = 1.2, 0.75
-IDF_FLOOR = 1e-6
 
 
 def bm25_weights(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf: float) -> np.ndarray:
@@ -26,8 +26,7 @@ def bm25_weights(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf: float) -> np
 
 
 def idf_of(n: int, df: int) -> float:
-    v = float(np.log((n - df + 0.5) / (df + 0.5)))
-    return v if v > 0 else IDF_FLOOR
+    return float(np.log1p((n - df + 0.5) / (df + 0.5)))
 
 
 class KeywordIndex:

@@ -27,18 +27,18 @@ _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data,
 _COL_LIST = [c.strip() for c in _COLS.split(",")]
 _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 
-# BM25 as the SQLite index computes it (index/keywords.py): N, the average length and document
+# BM25 as the SQLite index computes it (index/keywords.py, Lucene idf): N, the average length and document
 # frequencies count the namespace's searchable rows; a row's length is its number of terms
 # (N and the total length come from memory_term_stats_user, kept by a trigger: see pg_schema._v3).
 _BM25 = """
 WITH q AS (SELECT DISTINCT t AS term FROM unnest(%(terms)s::text[]) AS t),
 g AS (SELECT nullif(sum(nrow), 0)::float8 AS nrow, sum(ntok)::float8 AS ntok FROM memory_term_stats_user
       WHERE user_id = %(user)s),
-w AS (SELECT q.term, greatest(ln((g.nrow - h.hits + 0.5) / (h.hits + 0.5)), 0) AS idf FROM q CROSS JOIN g
+w AS (SELECT q.term, ln(1 + (g.nrow - h.hits + 0.5) / (h.hits + 0.5)) AS idf FROM q CROSS JOIN g
       CROSS JOIN LATERAL (SELECT count(*)::float8 AS hits FROM user_memories m
                           WHERE m.terms @> ARRAY[q.term] AND m.user_id = %(user)s) h),
 c AS (SELECT id, n, terms FROM user_memories WHERE user_id = %(user)s AND terms && %(terms)s::text[])
-SELECT c.id, sum(CASE WHEN w.idf > 0 THEN w.idf ELSE 1e-6 END * f.tf * 2.2
+SELECT c.id, sum(w.idf * f.tf * 2.2
                  / (f.tf + 1.2 * (0.25 + 0.75 * cardinality(c.terms) / (g.ntok / g.nrow)))) AS s
 FROM c CROSS JOIN w CROSS JOIN g
 CROSS JOIN LATERAL (SELECT cardinality(array_positions(c.terms, w.term))::float8 AS tf) f
