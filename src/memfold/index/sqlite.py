@@ -9,7 +9,7 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -303,35 +303,34 @@ class SqliteIndex:
     def _matrix(self, user_id: str) -> VectorMatrix:
         """The namespace's vectors, brought up to date with changes from any process."""
         self._open_namespace(user_id)
-        m = self._matrices[user_id]
-        seq = self._current_seq()
-        if m.seq == seq:
-            return m
-        rows = self._db.execute(
-            "SELECT id, embedding, is_active FROM memories WHERE user_id = ? AND seq > ?", (user_id, m.seq)).fetchall()
-        m.remove(self._gone(user_id, m.seq) + [r[0] for r in rows if not r[2]])
-        live = [r for r in rows if r[2]]
-        if live:
-            vecs = np.frombuffer(b"".join(r[1] for r in live), dtype=np.float32).reshape(len(live), self.dim)
-            m.upsert([r[0] for r in live], vecs)
-        m.seq = seq
-        return m
+
+        def add(ids: list[str], blobs: list[bytes]) -> None:
+            self._matrices[user_id].upsert(
+                ids, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), self.dim))
+
+        self._catch_up(user_id, self._matrices[user_id], "CASE WHEN is_active THEN embedding END", add)
+        return self._matrices[user_id]
 
     def _keyword_index(self, user_id: str) -> KeywordIndex:
-        """The namespace's keyword terms, brought up to date like ``_matrix``."""
+        """The namespace's keyword terms (NULL: not searchable), brought up to date like ``_matrix``."""
         self._open_namespace(user_id)
-        k = self._keywords[user_id]
+        self._catch_up(user_id, self._keywords[user_id], "terms", self._keywords[user_id].upsert)
+        return self._keywords[user_id]
+
+    def _catch_up(self, user_id: str, struct: VectorMatrix | KeywordIndex, column: str,
+                  add: Callable[[list[str], list[Any]], None]) -> None:
+        """Apply the rows changed since ``struct.seq``: tombstoned ids and rows whose ``column`` is
+        NULL leave it, the others are (re)placed with their value."""
         seq = self._current_seq()
-        if k.seq == seq:
-            return k
-        rows = self._db.execute(
-            "SELECT id, terms FROM memories WHERE user_id = ? AND seq > ?", (user_id, k.seq)).fetchall()
-        k.remove(self._gone(user_id, k.seq) + [r[0] for r in rows if r[1] is None])
+        if struct.seq == seq:
+            return
+        rows = self._db.execute(f"SELECT id, {column} FROM memories WHERE user_id = ? AND seq > ?",
+                                (user_id, struct.seq)).fetchall()
+        struct.remove(self._gone(user_id, struct.seq) + [r[0] for r in rows if r[1] is None])
         live = [r for r in rows if r[1] is not None]
         if live:
-            k.upsert([r[0] for r in live], [r[1] for r in live])
-        k.seq = seq
-        return k
+            add([r[0] for r in live], [r[1] for r in live])
+        struct.seq = seq
 
     def _gone(self, user_id: str, since: int) -> list[str]:
         return [r[0] for r in self._db.execute(
