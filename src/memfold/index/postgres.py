@@ -30,11 +30,14 @@ _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 # BM25 as the SQLite index computes it (index/keywords.py, Lucene idf): N, the average length and document
 # frequencies count the namespace's searchable rows; a row's length is its number of terms
 # (N and the total length come from memory_term_stats_user, kept by a trigger: see pg_schema._v3).
+# The CTEs are MATERIALIZED: without table statistics (a fresh or just bulk-loaded table) the planner
+# otherwise recomputed the per-term document frequencies once per candidate row (240 ms instead of
+# 8 ms at 6k rows).
 _BM25 = """
-WITH q AS (SELECT DISTINCT t AS term FROM unnest(%(terms)s::text[]) AS t),
-g AS (SELECT nullif(sum(nrow), 0)::float8 AS nrow, sum(ntok)::float8 AS ntok FROM memory_term_stats_user
+WITH q AS MATERIALIZED (SELECT DISTINCT t AS term FROM unnest(%(terms)s::text[]) AS t),
+g AS MATERIALIZED (SELECT nullif(sum(nrow), 0)::float8 AS nrow, sum(ntok)::float8 AS ntok FROM memory_term_stats_user
       WHERE user_id = %(user)s),
-w AS (SELECT q.term, ln(1 + (g.nrow - h.hits + 0.5) / (h.hits + 0.5)) AS idf FROM q CROSS JOIN g
+w AS MATERIALIZED (SELECT q.term, ln(1 + (g.nrow - h.hits + 0.5) / (h.hits + 0.5)) AS idf FROM q CROSS JOIN g
       CROSS JOIN LATERAL (SELECT count(*)::float8 AS hits FROM user_memories m
                           WHERE m.terms @> ARRAY[q.term] AND m.user_id = %(user)s) h),
 c AS (SELECT id, n, terms FROM user_memories WHERE user_id = %(user)s AND terms && %(terms)s::text[])
@@ -46,10 +49,6 @@ WHERE f.tf > 0 GROUP BY c.id, c.n ORDER BY s DESC, c.n LIMIT %(limit)s
 """
 _NEAREST = ("SELECT id, 1 - (embedding <=> %(v)s) AS s FROM user_memories WHERE user_id = %(user)s AND is_active "
             "ORDER BY embedding <=> %(v)s LIMIT %(limit)s")
-_NEAREST_MANY = (
-    "SELECT q.i, m.id, 1 - m.d FROM unnest(%(vs)s::vector[]) WITH ORDINALITY AS q(v, i) CROSS JOIN LATERAL ("
-    "SELECT id, embedding <=> q.v AS d FROM user_memories WHERE user_id = %(user)s AND is_active "
-    "ORDER BY embedding <=> q.v LIMIT %(limit)s) m ORDER BY q.i, m.d")
 
 
 def _row_to_record(r: Sequence[Any]) -> MemoryRecord:
@@ -268,15 +267,19 @@ class PostgresIndex:
 
     def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
                            min_score: float | None = None) -> list[list[tuple[str, float]]]:
+        """One nearest-rows query per vector, sent in one pipeline: each uses the HNSW index (a
+        LATERAL join over the vectors ran 30× slower per vector at 30k rows: ~64 ms against ~2 ms)."""
         out: list[list[tuple[str, float]]] = [[] for _ in range(len(vectors))]
         if limit <= 0 or len(vectors) == 0:
             return out
-        vs = [self._vec(v, "a query") for v in np.asarray(vectors, dtype=np.float32)]
+        params = [{"v": self._vec(v, "a query"), "user": user_id, "limit": limit}
+                  for v in np.asarray(vectors, dtype=np.float32)]
         with self._cur() as cur:
-            cur.execute(_NEAREST_MANY, {"vs": vs, "user": user_id, "limit": limit})
-            for i, mid, s in cur.fetchall():
-                if min_score is None or float(s) >= min_score:
-                    out[int(i) - 1].append((mid, float(s)))
+            cur.executemany(_NEAREST, params, returning=True)
+            for i in range(len(params)):
+                out[i] = [(mid, float(s)) for mid, s in cur.fetchall() if min_score is None or float(s) >= min_score]
+                if i + 1 < len(params) and not cur.nextset():
+                    raise MemoryIndexError(f"PostgreSQL index at {self.where}: fewer result sets than queries")
         return out
 
     def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
