@@ -42,6 +42,10 @@ class ProviderResponseError(ProviderError):
 # a public, non-shadowing alias
 MemoryIndexError = IndexError_
 
+
+class EmbedderChangedError(IndexError_):
+    """The index was built by another embedder than the configured one (``memfold reindex`` rebuilds it)."""
+
 __all__ = [
     "MemfoldError",
     "ConfigError",
@@ -49,6 +53,7 @@ __all__ = [
     "SecretRefusedError",
     "InvalidInputError",
     "MemoryIndexError",
+    "EmbedderChangedError",
     "ProviderError",
     "ProviderTimeout",
     "ProviderResponseError",

@@ -53,3 +53,37 @@ def test_endpoint_errors_are_clear(root: Path, llm_server):
             ["a", "b"])
     with pytest.raises(ProviderError, match="unreachable"):
         OpenAIEmbedder(EmbedderSettings(provider="openai", base_url="http://127.0.0.1:9/v1", model="m", timeout=2))
+
+
+def test_reindex_after_a_change_of_embedder_keeps_every_row(root: Path, llm_server, tmp_path: Path):
+    """Switching the embedder: the next command names the problem, `memfold reindex` re-embeds every
+    row (episodic turns and history too, which the Markdown files do not hold) and keeps the old file."""
+    import json
+
+    from ..conftest import run_cli
+
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps([{"role": "user", "content": "zebras live in the zoo", "turn_id": "t1"},
+                                {"role": "user", "content": "apples and bananas for lunch", "turn_id": "t2"}]))
+    for args in (("add", "My favourite animal is the zebra", "--user", "u"), ("ingest", str(conv), "--user", "u")):
+        r = run_cli(root, *args)
+        assert r.returncode == 0, r.stderr
+    before = json.loads(run_cli(root, "stats", "--user", "u", "--json").stdout)
+    first = json.loads(run_cli(root, "search", "favourite animal", "--user", "u", "--json").stdout)[0]
+    llm_server.embed_fn = _vocab_embed
+    (root / "config.toml").write_text(
+        f'[embedder]\nprovider = "openai"\nbase_url = "{llm_server.base_url}"\nmodel = "text-embed-x"\n'
+        f'api_key_env = "MEMFOLD_TEST_EMBED_KEY"\n')
+    env = {"MEMFOLD_TEST_EMBED_KEY": "k"}
+    r = run_cli(root, "search", "zebra", "--user", "u", env=env)
+    assert r.returncode == 1 and "reindex" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli(root, "reindex", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "re-embedded" in r.stdout and (root / "index.db.use-multilingual-v3.bak").is_file()
+    after = json.loads(run_cli(root, "stats", "--user", "u", "--json", env=env).stdout)
+    assert (after["total"], after["episodic"]) == (before["total"], before["episodic"])
+    hits = json.loads(run_cli(root, "search", "zebras zoo", "--user", "u", "--json", env=env).stdout)
+    assert any(h["content"] == "zebras live in the zoo" for h in hits)  # an episodic turn, kept
+    hist = json.loads(run_cli(root, "history", first["id"], "--user", "u", "--json", env=env).stdout)
+    assert hist and hist[0]["action"] == "add"
+    assert any(r["path"].endswith("/embeddings") for r in llm_server.requests)

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import MemfoldError
+from ..errors import EmbedderChangedError, MemfoldError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memfold: long-term memory for LLM agents (Markdown files + hybrid retrieval).")
@@ -208,12 +208,37 @@ def history(memory_id: str = typer.Argument(...), user: str = typer.Option("defa
 
 @app.command()
 def reindex(user: Optional[str] = typer.Option(None, "--user", "-u", help="Only this namespace.")) -> None:
-    """Rebuild the index from the Markdown files."""
-    counts = State.memory().reindex(user)
+    """Rebuild the index from the Markdown files; after a change of embedder, first re-embed every
+    row of the embedded index (episodic turns, history and sessions kept; the old file is kept)."""
+    try:
+        mem = State.memory()
+    except EmbedderChangedError as exc:
+        mem = _rebuild_for_new_embedder(exc)
+    counts = mem.reindex(user)
     for ns, n in counts.items():
         out.print(f"{ns}: {n} memories indexed")
     if not counts:
         out.print("no namespaces found")
+
+
+def _rebuild_for_new_embedder(exc: EmbedderChangedError) -> Any:
+    from ..config import load_settings
+    from ..engine.records import embed_text
+    from ..index.transfer import rebuild_for_embedder
+    from ..providers.embedder import make_embedder
+
+    settings = load_settings(State.root)
+    if settings.index.backend != "sqlite":
+        raise exc
+    embedder = make_embedder(settings.embedder)
+    err.print(f"{exc}", markup=False, highlight=False)
+    err.print(f"re-embedding every memory with {embedder.name} …", markup=False, highlight=False)
+    report, backup = rebuild_for_embedder(
+        settings.root, embedder, embed_text,
+        progress=lambda u, n: err.print(f"  {u}: {n} memories", markup=False, highlight=False))
+    out.print(f"re-embedded {sum(report.memories.values())} memories of {len(report.memories)} user(s); "
+              f"the old index is kept as {backup}", markup=False, highlight=False)
+    return State.memory()
 
 
 @app.command()

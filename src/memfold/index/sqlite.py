@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MemoryIndexError
+from ..errors import EmbedderChangedError, MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
 from .base import IndexItem
@@ -73,17 +73,27 @@ class SqliteIndex:
                 for stmt in SCHEMA.strip().split(";\n"):
                     if stmt.strip():
                         self._db.execute(stmt)
+                version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if version is not None and int(version[0]) > SCHEMA_VERSION:
+                    raise MemoryIndexError(f"index {self.path} has schema {version[0]}, newer than this memfold "
+                                           f"({SCHEMA_VERSION}); upgrade memfold")
+                if version is not None and int(version[0]) < SCHEMA_VERSION:
+                    migrate_v1(self._db)  # whatever the embedder: a rebuild for another one reads schema 2
+            with FileLock(self.path.with_name(self.path.name + ".init.lock")), self._tx():
                 self._check_meta(embedder_name)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (uuid.uuid4().hex,))
                 self._instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
-                version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                if int(version[0]) < SCHEMA_VERSION:
-                    migrate_v1(self._db)
-                elif int(version[0]) > SCHEMA_VERSION:
-                    raise MemoryIndexError(f"index {self.path} has schema {version[0]}, newer than this memfold "
-                                           f"({SCHEMA_VERSION}); upgrade memfold")
         except sqlite3.DatabaseError as exc:
+            self._close_quietly()
             raise MemoryIndexError(f"cannot open index {self.path}: {exc}; delete it and run 'memfold reindex'") from exc
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            db.close()
 
     # ---- plumbing -------------------------------------------------------------------
     def _tx(self) -> "_Tx":
@@ -97,7 +107,7 @@ class SqliteIndex:
                 ("seq", "0")])
             return
         if meta.get("embedder") != embedder_name or int(meta.get("dim", 0)) != self.dim:
-            raise MemoryIndexError(
+            raise EmbedderChangedError(
                 f"index {self.path} was built with embedder {meta.get('embedder')!r} (dim {meta.get('dim')}), "
                 f"but {embedder_name!r} (dim {self.dim}) is configured; run 'memfold reindex' to rebuild it"
             )

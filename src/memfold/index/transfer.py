@@ -1,6 +1,7 @@
 """Copy an embedded (SQLite) index into another backend, row for row: records with their
 vectors, terms, hashes and access statistics, history in its order, relations, file states
-and the state store (sessions, pin lists). Nothing is re-embedded."""
+and the state store (sessions, pin lists). Nothing is re-embedded, unless the copy is the
+rebuild of an index for another embedder (``rebuild_for_embedder``)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InvalidInputError, MemoryIndexError
-from ..models import HistoryEntry
+from ..models import HistoryEntry, MemoryRecord
 from .base import Index, IndexItem
 from .sqlite import SCHEMA_VERSION, _row_to_record, _ts
 from .sqlite import _COLS as _SQLITE_COLS
+
+if TYPE_CHECKING:
+    from ..providers.embedder import Embedder
 
 BATCH = 500
 
@@ -70,9 +75,11 @@ def _batches(db: sqlite3.Connection, sql: str, args: tuple) -> Iterator[list[tup
 
 
 def copy_index(source: SqliteSource, target: Index, users: list[str] | None = None,
-               progress: Callable[[str, int], None] | None = None) -> CopyReport:
-    """Copy every namespace (or ``users``) of ``source`` into an empty ``target``."""
-    if source.dim != target.dim:
+               progress: Callable[[str, int], None] | None = None,
+               reembed: Callable[[list[MemoryRecord]], np.ndarray] | None = None) -> CopyReport:
+    """Copy every namespace (or ``users``) of ``source`` into an empty ``target``; with ``reembed``
+    every record gets a new vector from it (another embedder) instead of its stored one."""
+    if source.dim != target.dim and reembed is None:
         raise MemoryIndexError(f"{source.path} holds vectors of dim {source.dim}, the target index has {target.dim}")
     report = CopyReport()
     wanted = users if users is not None else source.user_ids()
@@ -82,7 +89,7 @@ def copy_index(source: SqliteSource, target: Index, users: list[str] | None = No
                                     "migrate into an empty database or schema")
     with _connect(source.path) as db:
         for u in wanted:
-            report.memories[u] = _copy_memories(db, u, target, source.dim)
+            report.memories[u] = _copy_memories(db, u, target, source.dim, reembed)
             if progress:
                 progress(u, report.memories[u])
             for rows in _batches(db, "SELECT memory_id, user_id, action, at, old_content, new_content, detail "
@@ -103,19 +110,61 @@ def copy_index(source: SqliteSource, target: Index, users: list[str] | None = No
     return report
 
 
-def _copy_memories(db: sqlite3.Connection, user_id: str, target: Index, dim: int) -> int:
+def _copy_memories(db: sqlite3.Connection, user_id: str, target: Index, dim: int,
+                   reembed: Callable[[list[MemoryRecord]], np.ndarray] | None = None) -> int:
     n = 0
     sql = (f"SELECT {_SQLITE_COLS}, content_hash, embedding, terms FROM memories "
            "WHERE user_id = ? ORDER BY rowid")
     for rows in _batches(db, sql, (user_id,)):
         items = []
-        for r in rows:
+        fresh = reembed([_row_to_record(r[:18]) for r in rows]) if reembed is not None else None
+        for i, r in enumerate(rows):
             rec = _row_to_record(r[:18])
-            vec = np.frombuffer(r[19], dtype=np.float32) if r[19] is not None else None
-            if vec is None or vec.shape[0] != dim:
+            vec = fresh[i] if fresh is not None else \
+                (np.frombuffer(r[19], dtype=np.float32) if r[19] is not None else None)
+            if vec is None or (fresh is None and vec.shape[0] != dim):
                 raise MemoryIndexError(f"memory {rec.id} of {user_id!r} has no usable vector in the source index")
             terms = (r[20] or "") if rec.is_active else None  # archived rows have no terms, as in SQLite
             items.append(IndexItem(record=rec, vector=vec, terms=terms, content_hash=r[18]))
         target.upsert(items)
         n += len(items)
     return n
+
+
+def rebuild_for_embedder(root: Path, embedder: "Embedder", embed_text: Callable[[MemoryRecord], str],
+                         progress: Callable[[str, int], None] | None = None) -> tuple[CopyReport, Path]:
+    """``<root>/index.db`` built by another embedder becomes an index of ``embedder``: every row
+    (episodic turns, archived records, history, relations, sessions and pin lists too) is copied
+    into a new file with a new vector, which then replaces the old one. The old file is kept as
+    ``index.db.<old embedder>.bak`` and returned; a failure leaves it untouched in place."""
+    from .sqlite import SqliteIndex
+
+    path = Path(root) / "index.db"
+    if not path.is_file():
+        raise InvalidInputError(f"no embedded index at {path}; nothing to rebuild")
+    checkpoint = sqlite3.connect(str(path), timeout=60.0)  # fold the WAL in, so the file alone is complete
+    try:
+        checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        checkpoint.close()
+    source = SqliteSource.open(path)
+    fresh = path.with_name("index.db.rebuild")
+    for leftover in (fresh, fresh.with_name(fresh.name + "-wal"), fresh.with_name(fresh.name + "-shm")):
+        leftover.unlink(missing_ok=True)
+    target = SqliteIndex(fresh, dim=embedder.dim, embedder_name=embedder.name)
+    try:
+        report = copy_index(source, target, progress=progress,
+                            reembed=lambda recs: embedder.embed([embed_text(r) for r in recs]))
+    finally:
+        target.close()
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in source.embedder) or "unknown"
+    backup = path.with_name(f"index.db.{safe}.bak")
+    path.replace(backup)
+    for side in ("-wal", "-shm"):
+        path.with_name(path.name + side).unlink(missing_ok=True)
+    fresh.replace(path)
+    cache = path.with_name("index.db.cache")
+    if cache.is_dir():
+        for f in cache.iterdir():
+            f.unlink(missing_ok=True)
+    return report, backup
