@@ -65,13 +65,13 @@ def test_a_new_process_starts_from_the_snapshot_plus_later_changes(tmp_path: Pat
     writer.upsert([IndexItem(r.with_(is_active=False)) for r in writer.get("alice", ["m1", "m2", "m3"])])
     writer.upsert([IndexItem(r, None, "w7 w7 w7") for r in writer.get("alice", ["m4", "m6"])])
     writer.upsert(_items(rng, 0, 1))  # a deleted id comes back with a new vector and terms
-    writer._matrices.clear()  # this writer loaded nothing to snapshot
+    writer._search.matrices.clear()  # this writer loaded nothing to snapshot
     writer.close()
     mtime = snap.stat().st_mtime_ns
     resumed = SqliteIndex(path, dim=DIM, embedder_name="test")
     got = _answers(resumed, np.random.default_rng(9))
-    assert resumed._snapshot_seq["alice"] is not None  # it really started from the snapshot
-    resumed._matrices.clear()
+    assert resumed._search.snapshot_seq["alice"] is not None  # it really started from the snapshot
+    resumed._search.matrices.clear()
     resumed.close()
     snap.unlink()
     rebuilt = SqliteIndex(path, dim=DIM, embedder_name="test")
@@ -98,9 +98,9 @@ def test_stale_foreign_and_damaged_snapshots_are_ignored(tmp_path: Path, caplog:
     ix = SqliteIndex(path, dim=DIM, embedder_name="test")
     ix.upsert(_items(np.random.default_rng(3), 5000, 400))
     answers = _answers(ix, np.random.default_rng(4))
-    assert ix._snapshot_seq["alice"] is None
+    assert ix._search.snapshot_seq["alice"] is None
     assert all(5000 <= int(m[1:]) < 5400 for a in answers for m, _ in a)  # type: ignore[attr-defined]
-    ix._matrices.clear()
+    ix._search.matrices.clear()
     ix.close()
     snap.write_bytes(b"not a snapshot at all")
     with caplog.at_level(logging.WARNING):

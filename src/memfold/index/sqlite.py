@@ -5,11 +5,10 @@ terms and its float32 vector; both are searched in process (``KeywordIndex`` BM2
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,9 @@ from ..errors import EmbedderChangedError, MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
 from .base import IndexItem
-from . import snapshot
-from .keywords import KeywordIndex
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
-from .vectors import EXACT_MAX, VectorMatrix
-
-log = logging.getLogger(__name__)
+from .sqlite_search import SearchStructures
+from .vectors import EXACT_MAX
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
@@ -57,9 +53,6 @@ class SqliteIndex:
         self.dim = dim
         self.vector_exact_max = vector_exact_max
         self._lock = threading.RLock()
-        self._matrices: dict[str, VectorMatrix] = {}
-        self._keywords: dict[str, KeywordIndex] = {}
-        self._snapshot_seq: dict[str, int | None] = {}
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -82,7 +75,8 @@ class SqliteIndex:
             with FileLock(self.path.with_name(self.path.name + ".init.lock")), self._tx():
                 self._check_meta(embedder_name)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (uuid.uuid4().hex,))
-                self._instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
+                instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
+            self._search = SearchStructures(self._db, self.path, instance, dim, vector_exact_max)
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             raise MemoryIndexError(f"cannot open index {self.path}: {exc}; delete it and run 'memfold reindex'") from exc
@@ -115,9 +109,6 @@ class SqliteIndex:
     def _next_seq(self) -> int:
         row = self._db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq' RETURNING value")
         return int(row.fetchone()[0])
-
-    def _current_seq(self) -> int:
-        return int(self._db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
     # ---- writes --------------------------------------------------------------------
     def upsert(self, items: Sequence[IndexItem]) -> None:
@@ -259,92 +250,16 @@ class SqliteIndex:
         if not uniq or limit <= 0:
             return []
         with self._lock:
-            return self._keyword_index(user_id).search(uniq, limit)
+            return self._search.keyword_index(user_id).search(uniq, limit)
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with self._lock:
-            return self._matrix(user_id).search(vector, limit)
+            return self._search.matrix(user_id).search(vector, limit)
 
     def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
                            min_score: float | None = None) -> list[list[tuple[str, float]]]:
         with self._lock:
-            return self._matrix(user_id).search_many(vectors, limit, min_score=min_score)
-
-    def _open_namespace(self, user_id: str) -> None:
-        """The namespace's search structures: from its snapshot when there is a usable one, else empty
-        (either way the rows changed since are applied by ``_matrix`` / ``_keyword_index``)."""
-        if user_id in self._matrices:
-            return
-        path = snapshot.path_for(self.path, user_id)
-        got = snapshot.load(path, instance=self._instance, seq_now=self._current_seq(), user_id=user_id,
-                            dim=self.dim, exact_max=self.vector_exact_max)
-        if got is None:
-            m, k, self._snapshot_seq[user_id] = VectorMatrix(self.dim, self.vector_exact_max), KeywordIndex(), None
-        else:
-            seq, m, k = got
-            m.seq = k.seq = self._snapshot_seq[user_id] = seq
-        self._matrices[user_id], self._keywords[user_id] = m, k
-
-    def _save_snapshots(self) -> None:
-        """At close: cut a snapshot of each namespace this process loaded that is big enough and has
-        changed by a tenth (at least 1000 rows) since its last snapshot."""
-        for user_id in list(self._matrices):
-            try:
-                with self._lock:
-                    self._db.execute("BEGIN")  # one read snapshot: both structures at the same seq
-                    try:
-                        since = self._snapshot_seq.get(user_id)
-                        live = self.count(user_id)
-                        changed = live if since is None else self._db.execute(
-                            "SELECT (SELECT count(*) FROM memories WHERE user_id = ? AND seq > ?) + "
-                            "(SELECT count(*) FROM tombstones WHERE user_id = ? AND seq > ?)",
-                            (user_id, since, user_id, since)).fetchone()[0]
-                        if live < snapshot.MIN_ROWS or changed < max(1000, live // 10):
-                            continue
-                        m, k = self._matrix(user_id), self._keyword_index(user_id)
-                    finally:
-                        self._db.execute("COMMIT")
-                    snapshot.save(snapshot.path_for(self.path, user_id), instance=self._instance, seq=m.seq,
-                                  user_id=user_id, vectors=m, keywords=k)
-                    self._snapshot_seq[user_id] = m.seq
-            except Exception as exc:  # noqa: BLE001 - a cache: never fail a close for it
-                log.warning("could not write the search snapshot of %s: %s", user_id, exc)
-
-    def _matrix(self, user_id: str) -> VectorMatrix:
-        """The namespace's vectors, brought up to date with changes from any process."""
-        self._open_namespace(user_id)
-
-        def add(ids: list[str], blobs: list[bytes]) -> None:
-            self._matrices[user_id].upsert(
-                ids, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), self.dim))
-
-        self._catch_up(user_id, self._matrices[user_id], "CASE WHEN is_active THEN embedding END", add)
-        return self._matrices[user_id]
-
-    def _keyword_index(self, user_id: str) -> KeywordIndex:
-        """The namespace's keyword terms (NULL: not searchable), brought up to date like ``_matrix``."""
-        self._open_namespace(user_id)
-        self._catch_up(user_id, self._keywords[user_id], "terms", self._keywords[user_id].upsert)
-        return self._keywords[user_id]
-
-    def _catch_up(self, user_id: str, struct: VectorMatrix | KeywordIndex, column: str,
-                  add: Callable[[list[str], list[Any]], None]) -> None:
-        """Apply the rows changed since ``struct.seq``: tombstoned ids and rows whose ``column`` is
-        NULL leave it, the others are (re)placed with their value."""
-        seq = self._current_seq()
-        if struct.seq == seq:
-            return
-        rows = self._db.execute(f"SELECT id, {column} FROM memories WHERE user_id = ? AND seq > ?",
-                                (user_id, struct.seq)).fetchall()
-        struct.remove(self._gone(user_id, struct.seq) + [r[0] for r in rows if r[1] is None])
-        live = [r for r in rows if r[1] is not None]
-        if live:
-            add([r[0] for r in live], [r[1] for r in live])
-        struct.seq = seq
-
-    def _gone(self, user_id: str, since: int) -> list[str]:
-        return [r[0] for r in self._db.execute(
-            "SELECT id FROM tombstones WHERE user_id = ? AND seq > ?", (user_id, since))]
+            return self._search.matrix(user_id).search_many(vectors, limit, min_score=min_score)
 
     def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
         with self._lock:
@@ -409,7 +324,7 @@ class SqliteIndex:
             if self._closed:
                 return
             self._closed = True
-            self._save_snapshots()
+            self._search.save_snapshots()
             self._db.close()
 
 
