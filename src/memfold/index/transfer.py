@@ -163,6 +163,7 @@ def rebuild_for_embedder(root: Path, embedder: "Embedder", embed_text: Callable[
     for side in ("-wal", "-shm"):
         path.with_name(path.name + side).unlink(missing_ok=True)
     fresh.replace(path)
+    fresh.with_name(fresh.name + ".init.lock").unlink(missing_ok=True)
     cache = path.with_name("index.db.cache")
     if cache.is_dir():
         for f in cache.iterdir():

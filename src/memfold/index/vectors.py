@@ -191,9 +191,10 @@ class VectorMatrix:
 
     def search_many(self, queries: np.ndarray, limit: int, chunk: int = 256,
                     min_score: float | None = None) -> list[list[tuple[str, float]]]:
-        """Top ``limit`` per row of ``queries``: one matrix product per ``chunk`` rows (bounded memory)
-        and one vectorised partial sort per chunk. Always exact: for a block of queries the product
-        runs at BLAS speed, and a first stage measured slower here (docs/benchmarks.md)."""
+        """Top ``limit`` per row of ``queries``, always exact: one matrix product per ``chunk`` rows
+        (bounded memory) and one vectorised partial sort per chunk. With ``min_score`` only rows
+        scoring at least that, found by ``_search_many_above`` (a shortlist first stage, as ``search``
+        uses, was measured slower than this product for blocks of queries)."""
         if self.n == 0 or limit <= 0 or len(queries) == 0:
             return [[] for _ in range(len(queries))]
         q = queries.astype(np.float32, copy=False)
@@ -214,7 +215,6 @@ class VectorMatrix:
             out.extend([(self.ids[i], float(v)) for i, v in zip(row_ids, row_vals) if np.isfinite(v)]
                        for row_ids, row_vals in zip(top.tolist(), vals.tolist()))
         return out
-
 
     def _search_many_above(self, q: np.ndarray, limit: int, chunk: int, min_score: float
                            ) -> list[list[tuple[str, float]]]:
