@@ -56,13 +56,12 @@ class KeywordIndex:
     # ---- building ------------------------------------------------------------------
     def _tids(self, tokens: list[str]) -> np.ndarray:
         vocab = self.vocab
-        start = len(vocab)
         for t in dict.fromkeys(tokens):  # new terms get the next ids; the mapping below runs in C
             if t not in vocab:
                 vocab[t] = len(vocab)
         out = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        if len(vocab) > start:
-            grown = np.zeros(max(len(vocab), 2 * len(self.df)), dtype=np.int64)
+        if len(vocab) > len(self.df):  # amortised growth: capacity at most doubles when it is exceeded
+            grown = np.zeros(max(len(vocab), 2 * len(self.df), 64), dtype=np.int64)
             grown[: len(self.df)] = self.df
             self.df = grown
         return out
@@ -167,6 +166,15 @@ class KeywordIndex:
         self.alive = np.ones(len(live), dtype=bool)
         self.n = self.live = len(live)
         new_slot = renum[slot]
+        # terms no live row uses any more leave the vocabulary (it stays proportional to the live data)
+        used = np.flatnonzero(self.df[: len(self.vocab)] > 0)
+        if len(used) < len(self.vocab):
+            renum_t = np.full(len(self.vocab), -1, dtype=np.int64)
+            renum_t[used] = np.arange(len(used))
+            words = list(self.vocab)
+            self.vocab = {words[i]: j for j, i in enumerate(used.tolist())}
+            self.df = np.ascontiguousarray(self.df[used])
+            tid = renum_t[tid]
         order = np.lexsort((tid, new_slot))
         self._set_base(new_slot[order], tid[order], tf[order].astype(np.float32))
 
