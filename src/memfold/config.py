@@ -27,6 +27,7 @@ class EmbedderSettings:
     timeout: float = 30.0
     batch_size: int = 64
     threads: int = 0  # bundled USE: batches embedded at once on worker threads; 0 = all cores
+    max_chars: int = 2000  # each text is cut to this many characters for its vector (the text is kept whole)
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def test_empty_and_bad_input(mem: Memory):
         mem.add("x", "../etc")
     with pytest.raises(InvalidInputError, match="message 0"):
         mem.add([{"role": "user"}], "alice")
-    with pytest.raises(InvalidInputError, match="longer than the limit"):
+    with pytest.raises(InvalidInputError, match="over the limit"):
         mem.add("x" * 30_000, "alice")
     with pytest.raises(InvalidInputError):
         mem.search("  ", "alice")

@@ -136,6 +136,9 @@ def select_relevant(history: Sequence[dict[str, Any]], query: str, limit: int, f
         return fallback
     texts = ["\n".join(history[i]["content"] for i in t) for t in turns]
     cache = cache if cache is not None else {}
+    live = set(texts)
+    for gone in [t for t in cache if t not in live]:  # bounded by the history: folded turns leave
+        del cache[gone]
     missing = [t for t in dict.fromkeys(texts) if t not in cache]
     if missing:
         for t, v in zip(missing, embedder.embed(missing)):

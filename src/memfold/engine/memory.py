@@ -12,6 +12,7 @@ from typing import Any
 from ..config import Settings, load_settings
 from ..errors import InvalidInputError, NotFoundError, SecretRefusedError
 from ..index.base import Index, open_index
+from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
                       SearchHit, utcnow)
 from ..policy import Policy, load_overrides
@@ -118,6 +119,7 @@ class Memory:
         content = clean_content(text)
         if not content:
             raise InvalidInputError("a daily note needs non-empty text")
+        check_length("the note", content, MAX_CONTENT_CHARS)
         kind = find_secret(content)
         if kind:
             raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
@@ -138,6 +140,7 @@ class Memory:
             text = clean_content(content)
             if not text:
                 raise InvalidInputError("new content is empty; use delete() to remove a memory")
+            check_length("the new content", text, MAX_CONTENT_CHARS)
             kind = find_secret(text)
             if kind:
                 raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
@@ -189,8 +192,14 @@ class Memory:
                        if (qt and qt <= set(terms(h.record.content)))
                        or float(vecs[i] @ vecs[0]) >= FORGET_MIN_SIMILARITY]
         if not dry_run:
+            done = []
             for r in targets:
-                st.rewrite(r, None, "forget", {"query": query_or_id})
+                try:
+                    st.rewrite(r, None, "forget", {"query": query_or_id})
+                except NotFoundError:  # deleted meanwhile by another thread or process: gone already
+                    continue
+                done.append(r)
+            targets = done
             self.pin_store.discard(user_id, [r.content for r in targets])
         return targets
 
@@ -200,6 +209,7 @@ class Memory:
                include_episodic: bool = True) -> list[SearchHit]:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("search needs a non-empty query; use retrieve(None) for the whole memory")
+        check_length("the query", query, MAX_QUERY_CHARS, "search with the words that matter")
         if limit is not None and limit < 1:
             raise InvalidInputError(f"limit must be at least 1, got {limit}")
         if memory_type is not None:

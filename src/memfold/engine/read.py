@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
+from ..limits import query_tail
 from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, SearchHit, utcnow
 from ..policy import Policy
 from ..providers.embedder import Embedder, embed_query
@@ -79,6 +80,7 @@ class Retriever:
         store = self._store(user_id)
         pol = self._policy(user_id)
         k = limit or pol.retrieve_limit
+        query = query_tail(query)  # bounded work however long the message a context is built for
         warm = getattr(store.embedder, "warm", None)
         if callable(warm):  # a first search loads the model while the index loads
             warm()

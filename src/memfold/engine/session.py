@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InvalidInputError, MemfoldError
+from ..limits import MAX_MESSAGE_CHARS, check_length
 from ..models import utcnow
 from ..policy import Policy
 from ..providers.chat import ChatModel
@@ -163,6 +164,7 @@ class Session:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         if not isinstance(content, str):
             raise InvalidInputError("message content must be a string")
+        check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts")
         with self._lock:
             self._reload()
             self._state.messages.append({"role": role, "content": content, "at": utcnow().isoformat()})

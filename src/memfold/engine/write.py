@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidInputError, SecretRefusedError
+from ..limits import MAX_CONTENT_CHARS, check_length
 from ..models import EPISODIC, AddResult, HistoryEntry, MemoryRecord, MemoryType, Message, utcnow
 from ..policy import Policy
 from ..text import extraction
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from ..providers.chat import ChatModel
 
 log = logging.getLogger("memfold")
-MAX_CONTENT_CHARS = 20_000
 USER_ROLES = {"user", "human"}
 DEFAULT_IMPORTANCE = {MemoryType.PREFERENCE: 0.7, MemoryType.TODO: 0.7, MemoryType.FACT: 0.6, MemoryType.SKILL: 0.7}
 
@@ -201,9 +201,7 @@ class WritePath:
 
     @staticmethod
     def _check_size(text: str) -> None:
-        if len(text) > MAX_CONTENT_CHARS:
-            raise InvalidInputError(
-                f"content of {len(text)} characters is longer than the limit of {MAX_CONTENT_CHARS}; split it first")
+        check_length("the content", text, MAX_CONTENT_CHARS)
 
     @staticmethod
     def _record(user_id: str, t: MemoryType, content: str, when: datetime, importance: float,

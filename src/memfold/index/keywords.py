@@ -30,6 +30,11 @@ def idf_of(n: int, df: int) -> float:
 
 
 class KeywordIndex:
+    # the delta is folded into the base past this many postings (or a quarter of the base), and dead
+    # slots are compacted away past this many (and half the slots): sizes stay proportional to the data
+    FOLD_MIN_POSTINGS = 20_000
+    COMPACT_MIN_DEAD = 1024
+
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
         self.df = np.zeros(0, dtype=np.int64)
@@ -116,7 +121,7 @@ class KeywordIndex:
             for k in range(a, b):
                 self.d_post.setdefault(tids_l[k], []).append((s, tf_l[k]))
         self.d_size += len(pair_slot)
-        if self.d_size > max(20_000, len(self.t_slot) // 4):
+        if self.d_size > max(self.FOLD_MIN_POSTINGS, len(self.t_slot) // 4):
             self._fold()
 
     def _set_base(self, pair_slot: np.ndarray, pair_tid: np.ndarray, tf: np.ndarray) -> None:
@@ -195,7 +200,7 @@ class KeywordIndex:
             if s >= self.base_n:
                 del self.d_terms[s]  # its postings stay in d_post, masked by ``alive``
         dead = self.n - self.live
-        if dead > 1024 and dead > self.n // 2:
+        if dead > self.COMPACT_MIN_DEAD and dead > self.n // 2:
             self._fold()
 
     # ---- snapshot (index/snapshot.py) --------------------------------------------------
@@ -229,6 +234,13 @@ class KeywordIndex:
 
     def __len__(self) -> int:
         return self.live
+
+    def footprint(self) -> dict[str, int]:
+        """Sizes that must stay proportional to the live data (the soak test checks them)."""
+        return {"live": self.live, "slots": self.n, "slot_capacity": len(self.dl), "vocab": len(self.vocab),
+                "df_capacity": len(self.df), "delta_postings": self.d_size, "delta_rows": len(self.d_terms),
+                "nbytes": int(sum(a.nbytes for a in (self.df, self.dl, self.alive, self.t_ptr, self.t_slot,
+                                                     self.t_tf, self.s_ptr, self.s_tid)))}
 
     # ---- search --------------------------------------------------------------------
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:

@@ -319,6 +319,11 @@ class SqliteIndex:
                 "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
 
+    def search_footprint(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Sizes of the in-process search structures of each namespace this process has loaded."""
+        with self._lock:
+            return self._search.footprint()
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

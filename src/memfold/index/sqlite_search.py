@@ -79,6 +79,11 @@ class SearchStructures:
             add([r[0] for r in live], [r[1] for r in live])
         struct.seq = seq
 
+    def footprint(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Per loaded namespace, the sizes of its structures (``vectors``, ``keywords``), caught up first."""
+        return {u: {"vectors": self.matrix(u).footprint(), "keywords": self.keyword_index(u).footprint()}
+                for u in list(self.matrices)}
+
     def save_snapshots(self) -> None:
         """Cut a snapshot of each namespace this process loaded that is big enough and has changed by
         a tenth (at least 1000 rows) since its last snapshot. Never raises: it is a cache."""

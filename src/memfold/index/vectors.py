@@ -21,6 +21,8 @@ def candidates(limit: int) -> int:
 
 
 class VectorMatrix:
+    COMPACT_MIN_DEAD = 1024  # dead rows are compacted away past this many (and half the rows)
+
     def __init__(self, dim: int, exact_max: int = EXACT_MAX):
         self.dim = dim
         self.exact_max = exact_max
@@ -88,7 +90,7 @@ class VectorMatrix:
                 self.alive[p] = False
                 self.mat[p] = 0.0
                 self.dead += 1
-        if self.dead > 1024 and self.dead > self.n // 2:
+        if self.dead > self.COMPACT_MIN_DEAD and self.dead > self.n // 2:
             self._compact()
 
     def _compact(self) -> None:
@@ -169,6 +171,11 @@ class VectorMatrix:
 
     def __len__(self) -> int:
         return self.n - self.dead
+
+    def footprint(self) -> dict[str, int]:
+        """Sizes that must stay proportional to the live data (the soak test checks them)."""
+        return {"live": len(self), "rows": self.n, "row_capacity": self.mat.shape[0], "ids": len(self.pos),
+                "nbytes": int(self.mat.nbytes + self.alive.nbytes + self.proj.nbytes + self.resid.nbytes)}
 
     def search(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
         if self.n == 0 or limit <= 0:

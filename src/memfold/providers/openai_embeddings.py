@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 
 from ..errors import ConfigError, ProviderError, ProviderResponseError, ProviderTimeout
-from .embedder import l2_normalise
+from .embedder import check_max_chars, clip, l2_normalise
 
 if TYPE_CHECKING:
     from ..config import EmbedderSettings
@@ -24,6 +24,7 @@ class OpenAIEmbedder:
         self.model = settings.model
         self.name = f"openai:{self.model}"
         self.batch_size = settings.batch_size
+        self.max_chars = check_max_chars(settings.max_chars)
         self._key = os.environ.get(settings.api_key_env, "") if settings.api_key_env else ""
         self._client = httpx.Client(timeout=settings.timeout)
         self.dim = settings.dim or int(self._request(["dimension probe"]).shape[1])
@@ -53,6 +54,7 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        texts = clip(texts, self.max_chars)
         parts = [self._request(list(texts[i: i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
         out = l2_normalise(np.vstack(parts))
         if out.shape[1] != self.dim:
