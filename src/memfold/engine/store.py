@@ -66,9 +66,14 @@ class UserStore:
         to_embed: list[MemoryRecord] = []
         history: list[HistoryEntry] = []
         fallback = daily_date(rel)
+        # an id another namespace holds (a bullet copied by hand from another user's file) gets a new one
+        foreign = self.index.foreign_ids(self.user_id, [e.id for e in entries if e.id and e.id not in known])
         for e in entries:
             eid = e.id
-            if eid is None or eid in seen:
+            if eid is None or eid in seen or eid in foreign:
+                if eid in foreign:
+                    log.warning("%s of %s: id %s belongs to another namespace; the line gets a new id",
+                                rel, self.user_id, eid)
                 eid = rec.new_id()
                 stamped = True
             seen.add(eid)

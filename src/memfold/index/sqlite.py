@@ -240,6 +240,15 @@ class SqliteIndex:
             return dict(self._db.execute(
                 "SELECT id, content_hash FROM memories WHERE user_id = ? AND file = ? AND is_active = 1", (user_id, file)).fetchall())
 
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        out: set[str] = set()
+        with self._lock:
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk: chunk + 500])
+                q = f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(part))}) AND user_id != ?"
+                out.update(r[0] for r in self._db.execute(q, [*part, user_id]))
+        return out
+
     def count(self, user_id: str, *, active_only: bool = True) -> int:
         q = "SELECT COUNT(*) FROM memories WHERE user_id = ?" + (" AND is_active = 1" if active_only else "")
         with self._lock:
