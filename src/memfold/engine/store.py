@@ -41,6 +41,10 @@ class UserStore:
         stale = [f for f in sorted(files) if force or self._stat(f) != self.index.file_state(self.user_id, f)]
         if not stale:
             return 0
+        if getattr(self.index, "read_only", False):  # nothing may be written: answer from the index as it is
+            log.warning("%s of %s changed since it was indexed, but the workspace is read-only: the index is not "
+                        "brought up to date", ", ".join(stale), self.user_id)
+            return 0
         with self.space.lock:
             for f in stale:
                 changed += self._reconcile_file(f)

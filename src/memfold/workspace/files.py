@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import tempfile
 import threading
 from pathlib import Path
+
+from ..errors import ReadOnlyWorkspaceError
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -51,8 +54,15 @@ class FileLock:
     def __enter__(self) -> "FileLock":
         self._tlock.acquire()
         if self._depth == 0:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                self._tlock.release()
+                if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+                    raise ReadOnlyWorkspaceError(f"cannot write in {self.path.parent}: the workspace is read-only "
+                                                 "for this process") from None
+                raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except BaseException:
