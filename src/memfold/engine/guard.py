@@ -115,7 +115,7 @@ def memory_type(value: Any, name: str = "memory_type") -> MemoryType | None:
         return MemoryType(value.strip().lower())
     except ValueError:
         allowed = ", ".join(t.value for t in MemoryType)
-        raise InvalidInputError(f"{name} must be one of {allowed}; got {_shown(value)}") from None
+        raise InvalidInputError(f"{name}: unknown memory type {_shown(value)}; use one of: {allowed}") from None
 
 
 def _clean_json(value: Any, name: str, depth: int = 0) -> Any:

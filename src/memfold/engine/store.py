@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
 from ..errors import NotFoundError
 from ..index.base import Index, IndexItem
@@ -141,22 +144,44 @@ class UserStore:
         with self.space.lock:
             self.sync()
             written: list[str] = []
-            for rel, group in by_file.items():
-                if rel == EPISODIC:
-                    continue
-                text = self.space.read_or_template(rel)
-                if rel.startswith("memory/"):
-                    text = text.rstrip("\n") + "\n" + "\n".join(
-                        line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
-                else:
-                    sections: dict[str, list[str]] = {}
-                    for r in group:
-                        sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
-                            rec.render_record(r, self.space.language))
-                    for section, lines in sections.items():
-                        text = md.insert_lines(text, section, lines, self.space.language)
-                self.space.write(rel, text, backup=False)
-                written.append(rel)
+            kept: dict[str, Path | None] = {}
+            try:
+                self._append_locked(by_file, records, vectors, history, written, kept)
+            except BaseException:
+                # the index refused (a full disk…): take the new lines out of the files again, so that
+                # nothing half-stored stays behind and a retry stores the memory once
+                for rel in written:
+                    try:
+                        self.space.undo(rel, kept[rel])
+                    except OSError as exc:  # the next sync indexes what stayed in the file
+                        log.warning("could not undo the write of %s of %s: %s", rel, self.user_id, exc)
+                raise
+            for old in kept.values():
+                if old is not None:
+                    old.unlink(missing_ok=True)
+
+    def _append_locked(self, by_file: dict[str, list[MemoryRecord]], records: Sequence[MemoryRecord], vectors,  # type: ignore[no-untyped-def]
+                       history: Sequence[HistoryEntry], written: list[str], kept: dict[str, Path | None]) -> None:
+        for rel, group in by_file.items():
+            if rel == EPISODIC:
+                continue
+            text = self.space.read_or_template(rel)
+            if rel.startswith("memory/"):
+                text = text.rstrip("\n") + "\n" + "\n".join(
+                    line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
+            else:
+                sections: dict[str, list[str]] = {}
+                for r in group:
+                    sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
+                        rec.render_record(r, self.space.language))
+                for section, lines in sections.items():
+                    text = md.insert_lines(text, section, lines, self.space.language)
+            kept[rel] = self.space.keep_old(rel)
+            self.space.write(rel, text, backup=False)
+            written.append(rel)
+        if records and vectors is None:
+            vectors = self.embedder.embed([rec.embed_text(r) for r in records])
+        with _transaction(self.index):  # all or nothing where the backend can (SQLite)
             self._index_records(records, vectors)
             self.index.append_history(history)
             # recorded last: a crash before this line leaves a stale state, so the next sync repairs the index
@@ -210,6 +235,12 @@ class UserStore:
         with self.space.lock:
             self.index.clear_files(self.user_id)
             return self.sync(force=True)
+
+
+def _transaction(index: Index) -> AbstractContextManager[Any]:
+    """One index transaction around several writes when the backend offers it."""
+    tx = getattr(index, "transaction", None)
+    return tx() if callable(tx) else nullcontext()
 
 
 def daily_file(day: datetime | None = None) -> str:

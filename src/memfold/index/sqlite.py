@@ -84,7 +84,7 @@ class SqliteIndex:
             self._search = SearchStructures(self._db, self.path, instance, dim, vector_exact_max)
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
-            raise MemoryIndexError(f"cannot open index {self.path}: {exc}; delete it and run 'memfold reindex'") from exc
+            raise MemoryIndexError(f"cannot open index {self.path}: {_reason(exc)}") from exc
         except BaseException:
             self._close_quietly()
             raise
@@ -125,6 +125,10 @@ class SqliteIndex:
             db.close()
             raise
         return db
+
+    def transaction(self) -> "_Tx":
+        """Several writes as one transaction (``with index.transaction(): ...``): all or none are kept."""
+        return self._tx()
 
     def _refuse_write(self) -> None:
         raise ReadOnlyWorkspaceError(f"the workspace {self.path.parent} is read-only: nothing can be written to it")
@@ -382,6 +386,30 @@ class SqliteIndex:
             self._db.close()
 
 
+def _rollback(db: sqlite3.Connection) -> None:
+    """Undo the open transaction, if SQLite has not already (it does after a full disk)."""
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.DatabaseError:
+            pass
+
+
+def _reason(exc: sqlite3.DatabaseError) -> str:
+    """An SQLite error in words a user can act on. Never advice to delete the index: episodic turns,
+    history and sessions live only there."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "disk is full" in text:
+        return ("the disk is full; nothing of this change was stored (the Markdown files are unchanged). "
+                "Free some space and try again")
+    if "readonly" in text or "read-only" in text:
+        return f"{text} (the workspace is read-only for this process)"
+    if "not a database" in text or "malformed" in text:
+        return (f"{text}. The Markdown files are not affected; keep this file (episodic turns, history and "
+                "sessions live only in it) and restore it from a backup if you have one")
+    return text
+
+
 def _read_only(path: Path) -> bool:
     """Whether this process may not write the index: its folder (lock and WAL files live there) or
     the file itself is not writable."""
@@ -407,11 +435,20 @@ class _Tx:
             ix._db.execute("BEGIN IMMEDIATE")
         ix._tx_depth = depth + 1
 
-    def __exit__(self, exc_type: object, *rest: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         ix = self.index
         ix._tx_depth -= 1
         try:
             if ix._tx_depth == 0:
-                ix._db.execute("ROLLBACK" if exc_type else "COMMIT")
+                if exc_type is None:
+                    try:
+                        ix._db.execute("COMMIT")
+                    except sqlite3.DatabaseError as failed:
+                        _rollback(ix._db)
+                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(failed)}") from failed
+                else:
+                    _rollback(ix._db)
+                    if isinstance(exc, sqlite3.DatabaseError):
+                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
         finally:
             ix._lock.release()

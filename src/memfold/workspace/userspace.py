@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -143,6 +144,26 @@ class UserSpace:
             if backup and rel == FILE_MEMORY and p.exists():
                 self.backup(keep)
             atomic_write(p, text if text.endswith("\n") else text + "\n")
+
+    def keep_old(self, rel: str) -> Path | None:
+        """Before a write that may have to be undone: a hard link to the file as it is (no data is
+        copied, so it works on a full disk), or None when the file does not exist."""
+        p = self.path(rel)
+        if not p.exists():
+            return None
+        old = p.with_name(f".{p.name}.undo")
+        old.unlink(missing_ok=True)
+        os.link(p, old)
+        return old
+
+    def undo(self, rel: str, kept: Path | None) -> None:
+        """Put back the file ``keep_old`` kept (a rename: no space needed), or remove a new file."""
+        p = self.path(rel)
+        if kept is None:
+            p.unlink(missing_ok=True)
+        else:
+            os.replace(kept, p)
+            os.utime(p)  # a new time: the next sync compares the file with the index, whatever it holds
 
     def backup(self, keep: int) -> Path:
         src = self.dir / FILE_MEMORY
