@@ -149,6 +149,7 @@ class Memory:
         memory_type = guard.memory_type(memory_type)
         structured_data = guard.structured_data(structured_data)
         content = guard.optional_text(content, "content")
+        self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
         old = self.get(memory_id, user_id)
         new = old
         if content is not None:
@@ -184,6 +185,7 @@ class Memory:
     def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
         if action not in ("delete", "forget"):
             raise InvalidInputError(f"action must be 'delete' or 'forget', got {action!r}")
+        self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
         old = self.get(memory_id, user_id, include_archived=True)
         self._store(user_id).rewrite(old, None, action, {})
         self.pin_store.discard(user_id, [old.content])
@@ -243,7 +245,7 @@ class Memory:
         memory_id = guard.ident(memory_id, "memory_id")
         include_archived = guard.flag(include_archived, "include_archived")
         st = self._store(user_id)
-        st.sync()
+        st.sync(wait=False)
         found = self.index.get(user_id, [memory_id])
         if not found or (not include_archived and not found[0].is_active):
             raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
@@ -258,14 +260,14 @@ class Memory:
         limit = guard.optional_count(limit, "limit")
         offset = guard.count(offset, "offset", 0)
         st = self._store(user_id)
-        st.sync()
+        st.sync(wait=False)
         rows = self.index.list(user_id, active_only=not include_archived, memory_type=memory_type,
                                limit=limit, offset=offset)
         return [r for r in rows if include_episodic or r.file != EPISODIC]
 
     def history(self, memory_id: str, user_id: str = "default") -> list[HistoryEntry]:
         memory_id = guard.ident(memory_id, "memory_id")
-        self._store(user_id).sync()
+        self._store(user_id).sync(wait=False)
         entries = self.index.history(user_id, memory_id)
         if not entries:
             raise NotFoundError(f"no history for memory {memory_id!r} of user {user_id!r}")
@@ -279,7 +281,7 @@ class Memory:
 
     def stats(self, user_id: str = "default") -> dict[str, Any]:
         st = self._store(user_id)
-        st.sync()
+        st.sync(wait=False)
         out = self.index.stats(user_id)
         mem = st.space.dir / FILE_MEMORY
         out.update(user_id=user_id, memory_md_chars=len(mem.read_text(encoding="utf-8")) if mem.exists() else 0,
@@ -351,7 +353,7 @@ class Memory:
     def export(self, user_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record (archived ones too) as a dict, one namespace or all."""
         for u in ([guard.user(user_id)] if user_id is not None else self.users()):
-            self._store(u).sync()
+            self._store(u).sync(wait=False)
             offset = 0
             while True:
                 rows = self.index.list(u, active_only=False, limit=1000, offset=offset)

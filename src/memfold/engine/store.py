@@ -34,10 +34,13 @@ class UserStore:
         self.user_id = space.user_id
 
     # ---- reconciliation ----------------------------------------------------------------
-    def sync(self, force: bool = False) -> int:
+    def sync(self, force: bool = False, *, wait: bool = True) -> int:
         """Bring the index in line with the files when they changed since we last saw them.
-        Returns how many index rows changed. Cheap (one stat per file) when nothing changed."""
-        changed = 0
+        Returns how many index rows changed. Cheap (one stat per file) when nothing changed.
+
+        ``wait=False`` (reads): when a writer holds the namespace's lock, answer from the index as
+        it is instead of waiting for the writer's whole add; the writer records what it wrote and
+        brings hand edits in line itself before writing."""
         files = set(self.space.memory_files())
         if not force:
             files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if self.index.file_state(self.user_id, f)}
@@ -48,8 +51,24 @@ class UserStore:
             log.warning("%s of %s changed since it was indexed, but the workspace is read-only: the index is not "
                         "brought up to date", ", ".join(stale), self.user_id)
             return 0
+        if not wait:
+            if not self.space.lock.acquire_nowait():
+                return 0
+            try:
+                return self._reconcile_stale(force)
+            finally:
+                self.space.lock.__exit__(None, None, None)
         with self.space.lock:
-            for f in stale:
+            return self._reconcile_stale(force)
+
+    def _reconcile_stale(self, force: bool) -> int:
+        """Under the lock: reconcile the files that still differ from what the index recorded."""
+        changed = 0
+        files = set(self.space.memory_files())
+        if not force:
+            files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if self.index.file_state(self.user_id, f)}
+        for f in sorted(files):
+            if force or self._stat(f) != self.index.file_state(self.user_id, f):
                 changed += self._reconcile_file(f)
         return changed
 

@@ -73,6 +73,32 @@ class FileLock:
         self._depth += 1
         return self
 
+    def acquire_nowait(self) -> bool:
+        """Take the lock only if no other thread or process holds it; True when taken (then
+        release it with ``__exit__``)."""
+        if not self._tlock.acquire(blocking=False):
+            return False
+        if self._depth == 0:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                self._tlock.release()
+                raise
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                self._tlock.release()
+                return False
+            except BaseException:
+                os.close(fd)
+                self._tlock.release()
+                raise
+            self._fd = fd
+        self._depth += 1
+        return True
+
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
         if self._depth == 0 and self._fd is not None:
