@@ -432,7 +432,14 @@ class _Tx:
         ix._lock.acquire()
         depth = getattr(ix, "_tx_depth", 0)
         if depth == 0:
-            ix._db.execute("BEGIN IMMEDIATE")
+            try:
+                ix._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                ix._lock.release()
+                raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
+            except BaseException:
+                ix._lock.release()
+                raise
         ix._tx_depth = depth + 1
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:

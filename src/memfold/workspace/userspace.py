@@ -125,6 +125,10 @@ class UserSpace:
             raise NotFoundError(f"{rel} does not exist for user {self.user_id!r}") from None
         except UnicodeDecodeError as exc:
             raise InvalidInputError(f"{p} is not valid UTF-8: {exc}") from exc
+        except PermissionError:
+            raise InvalidInputError(f"{p} cannot be read: permission denied") from None
+        except IsADirectoryError:
+            raise InvalidInputError(f"{p} is a folder, not a memory file") from None
 
     def read_or_template(self, rel: str) -> str:
         p = self.path(rel)
