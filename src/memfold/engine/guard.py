@@ -8,7 +8,6 @@ Secret detection is not done here (``text/secrets.py``)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -16,7 +15,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
+from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType, utcnow
+from ..text.memory_markdown import clean_content
 from ..workspace.userspace import check_user_id
 
 MAX_ID_CHARS = 256
@@ -148,9 +148,7 @@ def structured_data(value: Any, name: str = "structured_data") -> dict[str, Any]
         return None
     if not isinstance(value, dict):
         raise InvalidInputError(f"{name} must be a JSON object (dict), got {type(value).__name__} {_shown(value)}")
-    out = _clean_json(value, name)
-    json.dumps(out, ensure_ascii=False, allow_nan=False)
-    return out
+    return _clean_json(value, name)
 
 
 def id_list(value: Any, name: str) -> tuple[str, ...]:
@@ -188,8 +186,6 @@ def record_row(d: Any, where: str) -> MemoryRecord:
     def f(key: str) -> str:
         return f"{where}: {key}"
 
-    from ..text.memory_markdown import clean_content
-
     content = clean_content(text(d["content"], f("content")))
     if not content:
         raise InvalidInputError(f"{where}: content is empty")
@@ -197,10 +193,7 @@ def record_row(d: Any, where: str) -> MemoryRecord:
     if not isinstance(file, str) or not (file in (FILE_MEMORY, FILE_LEARNINGS, EPISODIC) or _DAILY.match(file)):
         raise InvalidInputError(f"{where}: file must be MEMORY.md, learnings.md, memory/YYYYMM/YYYYMMDD.md or '' "
                                 f"(an episodic turn), got {_shown(file)}")
-    created = timestamp(d.get("created_at"), f("created_at"))
-    from ..models import utcnow
-
-    created = created or utcnow()
+    created = timestamp(d.get("created_at"), f("created_at")) or utcnow()
     access = d.get("access_count", 0)
     return MemoryRecord(
         id=ident(d["id"], f("id")),

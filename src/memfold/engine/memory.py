@@ -115,7 +115,7 @@ class Memory:
         session_id = guard.optional_ident(session_id, "session_id")
         structured_data = guard.structured_data(structured_data)
         infer = guard.flag(infer, "infer")
-        source_ids = guard.id_list(list(source_ids) if isinstance(source_ids, tuple) else source_ids, "source_ids")
+        source_ids = guard.id_list(source_ids, "source_ids")
         result = self.writer.add(data, user_id, memory_type=mtype, importance=importance, agent_id=agent_id,
                                  session_id=session_id, structured_data=structured_data, infer=infer,
                                  source_ids=source_ids)
