@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import NotFoundError
+from ..errors import NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, IndexItem
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, HistoryEntry, MemoryRecord, MemoryType, utcnow
 from ..providers.embedder import Embedder
@@ -52,7 +52,12 @@ class UserStore:
                         "brought up to date", ", ".join(stale), self.user_id)
             return 0
         if not wait:
-            if not self.space.lock.acquire_nowait():
+            try:
+                if not self.space.lock.acquire_nowait():
+                    return 0
+            except ReadOnlyWorkspaceError:
+                log.warning("%s of %s changed since it was indexed, but its folder is read-only: the index is not "
+                            "brought up to date", ", ".join(stale), self.user_id)
                 return 0
             try:
                 return self._reconcile_stale(force)

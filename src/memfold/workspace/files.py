@@ -55,13 +55,9 @@ class FileLock:
         self._tlock.acquire()
         if self._depth == 0:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
+                fd = self._open()
+            except BaseException:
                 self._tlock.release()
-                if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
-                    raise ReadOnlyWorkspaceError(f"cannot write in {self.path.parent}: the workspace is read-only "
-                                                 "for this process") from None
                 raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -73,6 +69,16 @@ class FileLock:
         self._depth += 1
         return self
 
+    def _open(self) -> int:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+                raise ReadOnlyWorkspaceError(f"cannot write in {self.path.parent}: the workspace is read-only "
+                                             "for this process") from None
+            raise
+
     def acquire_nowait(self) -> bool:
         """Take the lock only if no other thread or process holds it; True when taken (then
         release it with ``__exit__``)."""
@@ -80,9 +86,8 @@ class FileLock:
             return False
         if self._depth == 0:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError:
+                fd = self._open()
+            except BaseException:
                 self._tlock.release()
                 raise
             try:
