@@ -4,7 +4,7 @@ hybrid retrieval in Chinese and English, offline by default."""
 from .config import Settings, load_settings
 from .engine.memory import Memory
 from .errors import (ConfigError, InvalidInputError, MemfoldError, MemoryIndexError, NotFoundError, ProviderError,
-                     SecretRefusedError)
+                     ReadOnlyWorkspaceError, SecretRefusedError)
 from .models import AddResult, DailyNote, HistoryEntry, MemoryRecord, MemoryType, Message, Retrieval, SearchHit
 from .policy import Policy
 
@@ -13,5 +13,5 @@ __all__ = [
     "Memory", "Settings", "load_settings", "Policy",
     "MemoryRecord", "MemoryType", "SearchHit", "Retrieval", "DailyNote", "HistoryEntry", "Message", "AddResult",
     "MemfoldError", "ConfigError", "InvalidInputError", "MemoryIndexError", "NotFoundError", "ProviderError",
-    "SecretRefusedError",
+    "SecretRefusedError", "ReadOnlyWorkspaceError",
 ]

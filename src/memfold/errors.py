@@ -27,6 +27,10 @@ class IndexError_(MemfoldError):
     """The derived index is unusable (wrong embedder, unreachable server, corrupt database)."""
 
 
+class ReadOnlyWorkspaceError(MemfoldError):
+    """A write was asked of a workspace whose folder or index the process may not write."""
+
+
 class ProviderError(MemfoldError):
     """An embedding or LLM provider failed."""
 
@@ -53,6 +57,7 @@ __all__ = [
     "SecretRefusedError",
     "InvalidInputError",
     "MemoryIndexError",
+    "ReadOnlyWorkspaceError",
     "EmbedderChangedError",
     "ProviderError",
     "ProviderTimeout",

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import EmbedderChangedError, MemfoldError
+from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memfold: long-term memory for LLM agents (Markdown files + hybrid retrieval).")
@@ -267,7 +267,10 @@ def export_(file: Optional[Path] = typer.Argument(None, help="Output JSONL file 
             user: Optional[str] = typer.Option(None, "--user", "-u", help="Only this namespace.")) -> None:
     """Export every memory (archived too) as JSON lines."""
     rows = State.memory().export(user)
-    fh = open(file, "w", encoding="utf-8") if file else sys.stdout
+    try:
+        fh = open(file, "w", encoding="utf-8") if file else sys.stdout
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {file}: {_os_reason(exc, file)}") from None
     n = 0
     try:
         for d in rows:
@@ -315,6 +318,16 @@ app.add_typer(eval_app, name="eval")
 app.command()(bench)
 
 
+def _os_reason(exc: OSError, path: Any) -> str:
+    if isinstance(exc, FileNotFoundError) and path is not None and not Path(path).parent.is_dir():
+        return f"the folder {Path(path).parent} does not exist"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a folder, not a file"
+    return exc.strerror or str(exc)
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)
@@ -322,6 +335,10 @@ def main() -> None:
             sys.exit(code)
     except MemfoldError as exc:
         err.print(f"error: {exc}", markup=False, highlight=False)
+        sys.exit(1)
+    except OSError as exc:  # a file or folder the system refused: one line, not a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(f"error: {where}{_os_reason(exc, exc.filename)}", markup=False, highlight=False)
         sys.exit(1)
     except (typer.Abort, KeyboardInterrupt):
         err.print("aborted")

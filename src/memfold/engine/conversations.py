@@ -72,7 +72,18 @@ def read_jsonl(path: Path) -> list[Any]:
         raise InvalidInputError(f"{path} does not exist") from None
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{path} is not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise InvalidInputError(unreadable(path, exc)) from None
     return rows
+
+
+def unreadable(path: Path, exc: OSError) -> str:
+    """Why a file cannot be read, in one line: a folder, no permission, or the system's words."""
+    if isinstance(exc, IsADirectoryError) or Path(path).is_dir():
+        return f"{path} is a folder, not a file"
+    if isinstance(exc, PermissionError):
+        return f"{path} cannot be read: permission denied"
+    return f"{path} cannot be read: {exc.strerror or exc}"
 
 
 def load_conversation_file(path: Path) -> list[Conversation]:
@@ -82,6 +93,8 @@ def load_conversation_file(path: Path) -> list[Conversation]:
         raise InvalidInputError(f"{path} does not exist") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"{path} is not a JSON file: {exc}") from exc
+    except OSError as exc:
+        raise InvalidInputError(unreadable(path, exc)) from None
     if isinstance(data, dict) and "conversation" in data:
         data = [data]
     if isinstance(data, list) and data and all(isinstance(d, dict) and "conversation" in d for d in data):

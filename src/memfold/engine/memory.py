@@ -23,6 +23,7 @@ from ..text.memory_markdown import clean_content
 from ..text.secrets import find_secret
 from ..text.terms import terms
 from ..workspace.userspace import Workspace, check_user_id
+from . import guard
 from . import records as rec
 from .pin import PinList, PinStore
 from .read import Retriever
@@ -107,7 +108,16 @@ class Memory:
             structured_data: dict[str, Any] | None = None, infer: bool = True,
             source_ids: Sequence[str] = ()) -> AddResult:
         """Store a text (one memory) or a list of chat messages (episodic turns + extracted memories)."""
-        result = self.writer.add(data, user_id, memory_type=memory_type, importance=importance, agent_id=agent_id,
+        user_id = guard.user(user_id)
+        data = guard.text(data, "data") if isinstance(data, str) else guard.message_list(data, "data")
+        mtype = guard.memory_type(memory_type)
+        importance = guard.optional_number(importance, "importance")
+        agent_id = guard.optional_ident(agent_id, "agent_id")
+        session_id = guard.optional_ident(session_id, "session_id")
+        structured_data = guard.structured_data(structured_data)
+        infer = guard.flag(infer, "infer")
+        source_ids = guard.id_list(source_ids, "source_ids")
+        result = self.writer.add(data, user_id, memory_type=mtype, importance=importance, agent_id=agent_id,
                                  session_id=session_id, structured_data=structured_data, infer=infer,
                                  source_ids=source_ids)
         if agent_id and result.added:  # SPEC §4.6: pin what the agent saved (raw turns are not pinned)
@@ -116,10 +126,13 @@ class Memory:
 
     def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
         """Append a bullet to today's daily note ``memory/YYYYMM/YYYYMMDD.md``."""
-        content = clean_content(text)
+        user_id = guard.user(user_id)
+        content = clean_content(guard.text(text, "text"))
         if not content:
             raise InvalidInputError("a daily note needs non-empty text")
         check_length("the note", content, MAX_CONTENT_CHARS)
+        if when is not None and not isinstance(when, datetime):
+            raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
         kind = find_secret(content)
         if kind:
             raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
@@ -134,6 +147,11 @@ class Memory:
     def update(self, memory_id: str, user_id: str = "default", *, content: str | None = None,
                importance: float | None = None, memory_type: str | MemoryType | None = None,
                structured_data: dict[str, Any] | None = None) -> MemoryRecord:
+        importance = guard.optional_number(importance, "importance")
+        memory_type = guard.memory_type(memory_type)
+        structured_data = guard.structured_data(structured_data)
+        content = guard.optional_text(content, "content")
+        self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
         old = self.get(memory_id, user_id)
         new = old
         if content is not None:
@@ -149,9 +167,7 @@ class Memory:
                 # the old structure was read from the old words by the rules: read it from the new ones
                 new = new.with_(structured_data=extraction.classify(text)[1])
         if importance is not None:
-            if not 0.0 <= importance <= 1.0:
-                raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
-            new = new.with_(importance=float(importance))
+            new = new.with_(importance=importance)
         if structured_data is not None:
             new = new.with_(structured_data=dict(structured_data))
         st = self._store(user_id)
@@ -170,6 +186,9 @@ class Memory:
         return self.get(memory_id, user_id)
 
     def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
+        if action not in ("delete", "forget"):
+            raise InvalidInputError(f"action must be 'delete' or 'forget', got {action!r}")
+        self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
         old = self.get(memory_id, user_id, include_archived=True)
         self._store(user_id).rewrite(old, None, action, {})
         self.pin_store.discard(user_id, [old.content])
@@ -178,6 +197,11 @@ class Memory:
     def forget(self, query_or_id: str, user_id: str = "default", *, dry_run: bool = False) -> list[MemoryRecord]:
         """Delete a memory by id, or every memory that matches a query: all the query's terms appear
         in it, or its meaning is close (cosine ≥ 0.6). Returns what was (or would be) deleted."""
+        user_id = guard.user(user_id)
+        query_or_id = clean_content(guard.text(query_or_id, "query_or_id"))
+        dry_run = guard.flag(dry_run, "dry_run")
+        if not query_or_id:
+            raise InvalidInputError("forget needs a memory id or some words")
         st = self._store(user_id)
         st.sync()
         found = self.index.get(user_id, [query_or_id.strip()])
@@ -207,23 +231,31 @@ class Memory:
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
                include_episodic: bool = True) -> list[SearchHit]:
-        if not isinstance(query, str) or not query.strip():
+        user_id = guard.user(user_id)
+        query = guard.text(query, "query")
+        if not query.strip():
             raise InvalidInputError("search needs a non-empty query; use retrieve(None) for the whole memory")
         check_length("the query", query, MAX_QUERY_CHARS, "search with the words that matter")
-        if limit is not None and limit < 1:
-            raise InvalidInputError(f"limit must be at least 1, got {limit}")
-        if memory_type is not None:
-            memory_type = MemoryType.parse(memory_type).value
+        limit = guard.optional_count(limit, "limit")
+        mtype = guard.memory_type(memory_type)
+        memory_type = mtype.value if mtype is not None else None
+        record_access = guard.flag(record_access, "record_access")
+        include_episodic = guard.flag(include_episodic, "include_episodic")
         return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
                                      record_access=record_access, include_episodic=include_episodic)
 
     def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval:
         """Ranked memories plus recent daily notes; with no query the whole MEMORY.md (SPEC §5)."""
+        user_id = guard.user(user_id)
+        query = guard.optional_text(query, "query")
+        limit = guard.optional_count(limit, "limit")
         return self.retriever.retrieve(query, user_id, limit=limit)
 
     def get(self, memory_id: str, user_id: str = "default", *, include_archived: bool = True) -> MemoryRecord:
+        memory_id = guard.ident(memory_id, "memory_id")
+        include_archived = guard.flag(include_archived, "include_archived")
         st = self._store(user_id)
-        st.sync()
+        st.sync(wait=False)
         found = self.index.get(user_id, [memory_id])
         if not found or (not include_archived and not found[0].is_active):
             raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
@@ -231,30 +263,35 @@ class Memory:
 
     def get_all(self, user_id: str = "default", *, memory_type: str | None = None, include_archived: bool = False,
                 include_episodic: bool = True, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+        mtype = guard.memory_type(memory_type)
+        memory_type = mtype.value if mtype is not None else None
+        include_archived = guard.flag(include_archived, "include_archived")
+        include_episodic = guard.flag(include_episodic, "include_episodic")
+        limit = guard.optional_count(limit, "limit")
+        offset = guard.count(offset, "offset", 0)
         st = self._store(user_id)
-        st.sync()
-        if memory_type is not None:
-            memory_type = MemoryType.parse(memory_type).value
+        st.sync(wait=False)
         rows = self.index.list(user_id, active_only=not include_archived, memory_type=memory_type,
                                limit=limit, offset=offset)
         return [r for r in rows if include_episodic or r.file != EPISODIC]
 
     def history(self, memory_id: str, user_id: str = "default") -> list[HistoryEntry]:
-        self._store(user_id).sync()
+        memory_id = guard.ident(memory_id, "memory_id")
+        self._store(user_id).sync(wait=False)
         entries = self.index.history(user_id, memory_id)
         if not entries:
             raise NotFoundError(f"no history for memory {memory_id!r} of user {user_id!r}")
         return entries
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
-        return self.index.relations(user_id, memory_id)
+        return self.index.relations(guard.user(user_id), guard.ident(memory_id, "memory_id"))
 
     def users(self) -> list[str]:
         return sorted(set(self.workspace.user_ids()) | set(self.index.user_ids()))
 
     def stats(self, user_id: str = "default") -> dict[str, Any]:
         st = self._store(user_id)
-        st.sync()
+        st.sync(wait=False)
         out = self.index.stats(user_id)
         mem = st.space.dir / FILE_MEMORY
         out.update(user_id=user_id, memory_md_chars=len(mem.read_text(encoding="utf-8")) if mem.exists() else 0,
@@ -285,7 +322,9 @@ class Memory:
                 on_notice: Callable[[str], None] | None = None) -> Session:
         """A conversation session, created or resumed (buffer, summary and pin list persist).
         A new session belongs to ``agent_id`` (default ``"default"``); a resumed one keeps its agent."""
-        return open_session(self, session_id, check_user_id(user_id), agent_id, preset=preset, policy=policy,
+        session_id = guard.ident(session_id, "session_id")
+        agent_id = guard.optional_ident(agent_id, "agent_id")
+        return open_session(self, session_id, guard.user(user_id), agent_id, preset=preset, policy=policy,
                             memory_enabled=memory_enabled, chat_model=chat_model, language=language,
                             on_notice=on_notice)
 
@@ -293,7 +332,7 @@ class Memory:
         return self.index.list_state(check_user_id(user_id), SESSION_KIND)
 
     def pins(self, agent_id: str, user_id: str = "default") -> PinList:
-        return self.pin_store.get(check_user_id(user_id), agent_id)
+        return self.pin_store.get(guard.user(user_id), guard.ident(agent_id, "agent_id"))
 
     def recent_memories(self, agent_id: str, user_id: str = "default") -> list[str]:
         """The agent's pin list: the last ``max_recent_memories`` memories it saved, oldest first."""
@@ -304,6 +343,11 @@ class Memory:
                       memory_enabled: bool = True, language: str | None = None) -> list[dict[str, str]]:
         """The messages to send to the model (SPEC §6); with ``session_id`` the session's summary
         and recent messages are included, else only memory, pins and the message."""
+        user_message = guard.text(user_message, "user_message")
+        base_prompt = guard.optional_text(base_prompt, "base_prompt")
+        session_id = guard.optional_ident(session_id, "session_id")
+        agent_id = guard.optional_ident(agent_id, "agent_id")
+        memory_enabled = guard.flag(memory_enabled, "memory_enabled")
         if session_id is not None:
             return self.session(session_id, user_id, agent_id, memory_enabled=memory_enabled,
                                 language=language).build_context(user_message, base_prompt=base_prompt)
@@ -313,13 +357,13 @@ class Memory:
     # ---- maintenance ---------------------------------------------------------------------
     def reindex(self, user_id: str | None = None) -> dict[str, int]:
         """Rebuild the file-backed index rows from the files (all namespaces when ``user_id`` is None)."""
-        users = [user_id] if user_id else self.users()
+        users = [guard.user(user_id)] if user_id is not None else self.users()
         return {u: self._store(u).reindex() for u in users}
 
     def export(self, user_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record (archived ones too) as a dict, one namespace or all."""
-        for u in ([user_id] if user_id else self.users()):
-            self._store(u).sync()
+        for u in ([guard.user(user_id)] if user_id is not None else self.users()):
+            self._store(u).sync(wait=False)
             offset = 0
             while True:
                 rows = self.index.list(u, active_only=False, limit=1000, offset=offset)
@@ -330,32 +374,56 @@ class Memory:
                 offset += len(rows)
 
     def import_records(self, rows: Iterable[dict[str, Any]]) -> int:
-        """Import exported records, keeping their ids; existing ids are replaced. Returns the count."""
-        batches: dict[str, list[MemoryRecord]] = {}
-        for n, d in enumerate(rows, 1):
-            try:
-                r = MemoryRecord.from_dict(d)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise InvalidInputError(f"record {n} cannot be imported: {exc}") from exc
-            check_user_id(r.user_id)
-            if find_secret(r.content):
-                raise SecretRefusedError(f"record {n} ({r.id}) contains a secret; nothing was imported")
-            batches.setdefault(r.user_id, []).append(r)
+        """Import exported records, keeping their ids; existing ids of the same namespace are replaced,
+        an id another namespace holds gets a new one. Every row is checked (fields, ranges, user ids,
+        secrets) before anything is written. Returns the count."""
+        batches = self._checked_import(rows)
         total = 0
         for u, recs in batches.items():
             st = self._store(u)
-            existing = {r.id for r in self.index.get(u, [r.id for r in recs])}
-            for r in recs:
-                if r.id in existing:
-                    st.rewrite(self.index.get(u, [r.id])[0], None, "delete", {"by": "import"})
-            active = [r for r in recs if r.is_active]
-            st.append(active, None, [HistoryEntry(r.id, u, "add", utcnow(), None, r.content, {"by": "import"})
-                                     for r in active])
-            archived = [r for r in recs if not r.is_active]
-            if archived:
-                vecs = self.embedder.embed([rec.embed_text(r) for r in archived])
-                self.index.upsert([rec.item(r, vecs[i]) for i, r in enumerate(archived)])
-            # access statistics are index-only: restore them as exported
-            self.index.upsert([rec.item(r, None) for r in active])
+            with st.space.lock:
+                st.sync()
+                for old in self.index.get(u, [r.id for r in recs]):
+                    if old.is_active and old.file != EPISODIC:
+                        st.rewrite(old, None, "delete", {"by": "import"})
+                    else:  # an episodic turn or an archived record: no line in a file
+                        self.index.delete(u, [old.id])
+                        self.index.append_history([HistoryEntry(old.id, u, "delete", utcnow(), old.content, None,
+                                                                {"by": "import"})])
+                active = [r for r in recs if r.is_active]
+                st.append(active, None, [HistoryEntry(r.id, u, "add", utcnow(), None, r.content, {"by": "import"})
+                                         for r in active])
+                archived = [r for r in recs if not r.is_active]
+                if archived:
+                    vecs = self.embedder.embed([rec.embed_text(r) for r in archived])
+                    self.index.upsert([rec.item(r, vecs[i]) for i, r in enumerate(archived)])
+                # access statistics are index-only: restore them as exported
+                self.index.upsert([rec.item(r, None) for r in active])
             total += len(recs)
         return total
+
+    def _checked_import(self, rows: Iterable[dict[str, Any]]) -> dict[str, list[MemoryRecord]]:
+        """The rows of an import, every one checked, grouped by namespace; an id that another
+        namespace holds (in the index or earlier in the import) is replaced by a new one."""
+        if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
+            raise InvalidInputError(f"rows must be a list of exported records, got {type(rows).__name__}")
+        batches: dict[str, dict[str, MemoryRecord]] = {}
+        for n, d in enumerate(rows, 1):
+            r = guard.record_row(d, f"record {n}")
+            if find_secret(r.content):
+                raise SecretRefusedError(f"record {n} ({r.id}) contains a secret; nothing was imported")
+            batches.setdefault(r.user_id, {})[r.id] = r  # the same id twice in a namespace: the last row wins
+        owner: dict[str, str] = {}
+        out: dict[str, list[MemoryRecord]] = {}
+        for u, recs in batches.items():
+            taken = self.index.foreign_ids(u, list(recs))
+            remap: dict[str, str] = {}
+            for mid in recs:
+                if mid in taken or owner.get(mid, u) != u:
+                    remap[mid] = rec.new_id()
+                    log.warning("import: memory id %s of user %s is another namespace's; imported as %s",
+                                mid, u, remap[mid])
+                owner[remap.get(mid, mid)] = u
+            out[u] = [r.with_(id=remap.get(r.id, r.id), superseded_by=remap.get(r.superseded_by or "", r.superseded_by))
+                      for r in recs.values()]
+        return out

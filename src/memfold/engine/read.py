@@ -84,7 +84,7 @@ class Retriever:
         warm = getattr(store.embedder, "warm", None)
         if callable(warm):  # a first search loads the model while the index loads
             warm()
-        store.sync()
+        store.sync(wait=False)
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
@@ -138,7 +138,7 @@ class Retriever:
         pol = self._policy(user_id)
         store = self._store(user_id)
         if not query or not query.strip():
-            store.sync()
+            store.sync(wait=False)
             full = store.space.read(FILE_MEMORY) if (store.space.dir / FILE_MEMORY).exists() else ""
             return Retrieval(hits=(), recent_notes=tuple(self.recent_notes(user_id, pol.recent_days)), full_text=full)
         hits = self.search(query, user_id, limit=limit, record_access=record_access)

@@ -21,6 +21,7 @@ from ..models import utcnow
 from ..policy import Policy
 from ..providers.chat import ChatModel
 from ..text.tokens import count_many, count_tokens
+from . import guard
 from .context import MESSAGE_OVERHEAD, BuiltContext, ContextBuilder, reserve_tokens
 from .pin import PinList
 from .summarizer import SessionSummarizer, summary_budget
@@ -159,11 +160,10 @@ class Session:
     # ---- writing -----------------------------------------------------------------------
     def add_message(self, role: str, content: str) -> SessionUpdate:
         """Append a message; folds the history when a threshold is crossed (see ``SessionUpdate``)."""
-        role = (role or "").strip().lower()
+        role = guard.text(role, "role").strip().lower()
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
-        if not isinstance(content, str):
-            raise InvalidInputError("message content must be a string")
+        content = guard.text(content, "content")
         check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts")
         with self._lock:
             self._reload()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
-from ..errors import NotFoundError
+from ..errors import NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, IndexItem
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, HistoryEntry, MemoryRecord, MemoryType, utcnow
 from ..providers.embedder import Embedder
@@ -31,18 +34,46 @@ class UserStore:
         self.user_id = space.user_id
 
     # ---- reconciliation ----------------------------------------------------------------
-    def sync(self, force: bool = False) -> int:
+    def sync(self, force: bool = False, *, wait: bool = True) -> int:
         """Bring the index in line with the files when they changed since we last saw them.
-        Returns how many index rows changed. Cheap (one stat per file) when nothing changed."""
-        changed = 0
+        Returns how many index rows changed. Cheap (one stat per file) when nothing changed.
+
+        ``wait=False`` (reads): when a writer holds the namespace's lock, answer from the index as
+        it is instead of waiting for the writer's whole add; the writer records what it wrote and
+        brings hand edits in line itself before writing."""
         files = set(self.space.memory_files())
         if not force:
             files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if self.index.file_state(self.user_id, f)}
         stale = [f for f in sorted(files) if force or self._stat(f) != self.index.file_state(self.user_id, f)]
         if not stale:
             return 0
+        if getattr(self.index, "read_only", False):  # nothing may be written: answer from the index as it is
+            log.warning("%s of %s changed since it was indexed, but the workspace is read-only: the index is not "
+                        "brought up to date", ", ".join(stale), self.user_id)
+            return 0
+        if not wait:
+            try:
+                if not self.space.lock.acquire_nowait():
+                    return 0
+            except ReadOnlyWorkspaceError:
+                log.warning("%s of %s changed since it was indexed, but its folder is read-only: the index is not "
+                            "brought up to date", ", ".join(stale), self.user_id)
+                return 0
+            try:
+                return self._reconcile_stale(force)
+            finally:
+                self.space.lock.__exit__(None, None, None)
         with self.space.lock:
-            for f in stale:
+            return self._reconcile_stale(force)
+
+    def _reconcile_stale(self, force: bool) -> int:
+        """Under the lock: reconcile the files that still differ from what the index recorded."""
+        changed = 0
+        files = set(self.space.memory_files())
+        if not force:
+            files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if self.index.file_state(self.user_id, f)}
+        for f in sorted(files):
+            if force or self._stat(f) != self.index.file_state(self.user_id, f):
                 changed += self._reconcile_file(f)
         return changed
 
@@ -66,9 +97,14 @@ class UserStore:
         to_embed: list[MemoryRecord] = []
         history: list[HistoryEntry] = []
         fallback = daily_date(rel)
+        # an id another namespace holds (a bullet copied by hand from another user's file) gets a new one
+        foreign = self.index.foreign_ids(self.user_id, [e.id for e in entries if e.id and e.id not in known])
         for e in entries:
             eid = e.id
-            if eid is None or eid in seen:
+            if eid is None or eid in seen or eid in foreign:
+                if eid in foreign:
+                    log.warning("%s of %s: id %s belongs to another namespace; the line gets a new id",
+                                rel, self.user_id, eid)
                 eid = rec.new_id()
                 stamped = True
             seen.add(eid)
@@ -132,22 +168,44 @@ class UserStore:
         with self.space.lock:
             self.sync()
             written: list[str] = []
-            for rel, group in by_file.items():
-                if rel == EPISODIC:
-                    continue
-                text = self.space.read_or_template(rel)
-                if rel.startswith("memory/"):
-                    text = text.rstrip("\n") + "\n" + "\n".join(
-                        line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
-                else:
-                    sections: dict[str, list[str]] = {}
-                    for r in group:
-                        sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
-                            rec.render_record(r, self.space.language))
-                    for section, lines in sections.items():
-                        text = md.insert_lines(text, section, lines, self.space.language)
-                self.space.write(rel, text, backup=False)
-                written.append(rel)
+            kept: dict[str, Path | None] = {}
+            try:
+                self._append_locked(by_file, records, vectors, history, written, kept)
+            except BaseException:
+                # the index refused (a full disk…): take the new lines out of the files again, so that
+                # nothing half-stored stays behind and a retry stores the memory once
+                for rel in written:
+                    try:
+                        self.space.undo(rel, kept[rel])
+                    except OSError as exc:  # the next sync indexes what stayed in the file
+                        log.warning("could not undo the write of %s of %s: %s", rel, self.user_id, exc)
+                raise
+            for old in kept.values():
+                if old is not None:
+                    old.unlink(missing_ok=True)
+
+    def _append_locked(self, by_file: dict[str, list[MemoryRecord]], records: Sequence[MemoryRecord], vectors,  # type: ignore[no-untyped-def]
+                       history: Sequence[HistoryEntry], written: list[str], kept: dict[str, Path | None]) -> None:
+        for rel, group in by_file.items():
+            if rel == EPISODIC:
+                continue
+            text = self.space.read_or_template(rel)
+            if rel.startswith("memory/"):
+                text = text.rstrip("\n") + "\n" + "\n".join(
+                    line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
+            else:
+                sections: dict[str, list[str]] = {}
+                for r in group:
+                    sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
+                        rec.render_record(r, self.space.language))
+                for section, lines in sections.items():
+                    text = md.insert_lines(text, section, lines, self.space.language)
+            kept[rel] = self.space.keep_old(rel)
+            self.space.write(rel, text, backup=False)
+            written.append(rel)
+        if records and vectors is None:
+            vectors = self.embedder.embed([rec.embed_text(r) for r in records])
+        with _transaction(self.index):  # all or nothing where the backend can (SQLite)
             self._index_records(records, vectors)
             self.index.append_history(history)
             # recorded last: a crash before this line leaves a stale state, so the next sync repairs the index
@@ -201,6 +259,12 @@ class UserStore:
         with self.space.lock:
             self.index.clear_files(self.user_id)
             return self.sync(force=True)
+
+
+def _transaction(index: Index) -> AbstractContextManager[Any]:
+    """One index transaction around several writes when the backend offers it."""
+    tx = getattr(index, "transaction", None)
+    return tx() if callable(tx) else nullcontext()
 
 
 def daily_file(day: datetime | None = None) -> str:

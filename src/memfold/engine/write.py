@@ -21,7 +21,7 @@ from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.forget import find_request
 from ..text.secrets import find_secret
-from . import forget_requests, merge
+from . import forget_requests, guard, merge
 from . import records as rec
 from .llm_calls import LLMCalls
 from .llm_extract import SourceTurns
@@ -54,6 +54,7 @@ def parse_messages(data: Sequence[Any]) -> list[Message]:
         role, content = m.get("role"), m.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
             raise InvalidInputError(f"message {i} needs string fields 'role' and 'content'")
+        role, content = guard.text(role, f"message {i} role"), guard.text(content, f"message {i} content")
         ts = m.get("timestamp") or m.get("created_at")
         when = None
         if isinstance(ts, datetime):
@@ -66,8 +67,11 @@ def parse_messages(data: Sequence[Any]) -> list[Message]:
         if when is not None and when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
         tid = m.get("turn_id") or m.get("id") or m.get("dia_id")
+        name = m.get("name") or m.get("speaker")
         out.append(Message(role=role.lower(), content=content, timestamp=when,
-                           turn_id=str(tid) if tid is not None else None, name=m.get("name") or m.get("speaker")))
+                           turn_id=guard.text(str(tid), f"message {i} turn_id").strip() or None
+                           if tid is not None else None,
+                           name=guard.text(name, f"message {i} name").strip() or None if name is not None else None))
     return out
 
 

@@ -59,7 +59,7 @@ def parse_ks(text: str | Sequence[int], option: str = "--k") -> tuple[int, ...]:
 
 def namespace_for(name: object, prefix: str) -> str:
     """A valid user id for a conversation or dialogue user: ``prefix-name`` with odd characters replaced."""
-    return f"{prefix}-" + (re.sub(r"[^A-Za-z0-9_.@-]", "_", str(name)).replace("..", "__")[:100] or "x")
+    return f"{prefix}-" + (re.sub(r"[^A-Za-z0-9_.@-]", "_", str(name)).replace("..", "__")[:100].rstrip(".") or "x")
 
 
 class QueryCachingEmbedder:

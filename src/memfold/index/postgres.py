@@ -221,6 +221,13 @@ class PostgresIndex:
             out = {r[0]: _row_to_record(r) for r in cur.fetchall()}
         return [out[i] for i in ids if i in out]
 
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        with self._cur() as cur:
+            cur.execute("SELECT id FROM user_memories WHERE id = ANY(%s) AND user_id <> %s", (list(ids), user_id))
+            return {r[0] for r in cur.fetchall()}
+
     def list(self, user_id: str, *, active_only: bool = True, file: str | None = None,
              memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         where, args = ["user_id = %s"], [user_id]

@@ -5,6 +5,7 @@ terms and its float32 vector; both are searched in process (``KeywordIndex`` BM2
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderChangedError, MemoryIndexError
+from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
 from .base import IndexItem
@@ -54,6 +55,10 @@ class SqliteIndex:
         self.vector_exact_max = vector_exact_max
         self._lock = threading.RLock()
         self._closed = False
+        self.read_only = _read_only(self.path)
+        if self.read_only:
+            self._open_read_only(embedder_name)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
@@ -79,10 +84,54 @@ class SqliteIndex:
             self._search = SearchStructures(self._db, self.path, instance, dim, vector_exact_max)
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
-            raise MemoryIndexError(f"cannot open index {self.path}: {exc}; delete it and run 'memfold reindex'") from exc
+            raise MemoryIndexError(f"cannot open index {self.path}: {_reason(exc)}") from exc
         except BaseException:
             self._close_quietly()
             raise
+
+    def _open_read_only(self, embedder_name: str) -> None:
+        """A workspace this process may not write (read-only folder or file): reads work, nothing
+        is created (no lock file, no WAL files), every write raises ``ReadOnlyWorkspaceError``."""
+        if not self.path.exists():
+            raise ReadOnlyWorkspaceError(f"the workspace {self.path.parent} is read-only and has no index yet; "
+                                         "run memfold once where it may write")
+        try:
+            try:
+                self._db = self._connect_ro("mode=ro")
+            except sqlite3.OperationalError:  # WAL files that cannot be created: read the file as it is
+                self._db = self._connect_ro("immutable=1")
+            version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if version is None or int(version[0]) != SCHEMA_VERSION:
+                raise MemoryIndexError(f"index {self.path} has schema {version[0] if version else 'none'} and this "
+                                       f"memfold needs {SCHEMA_VERSION}; the workspace is read-only, so it cannot "
+                                       "be migrated here")
+            self._check_meta(embedder_name)
+            instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()
+            self._search = SearchStructures(self._db, self.path, instance[0] if instance else "", self.dim,
+                                            self.vector_exact_max)
+        except sqlite3.DatabaseError as exc:
+            self._close_quietly()
+            raise MemoryIndexError(f"cannot read index {self.path}: {exc}") from exc
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    def _connect_ro(self, flag: str) -> sqlite3.Connection:
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{flag}", uri=True, timeout=60.0,
+                             check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM meta").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def transaction(self) -> "_Tx":
+        """Several writes as one transaction (``with index.transaction(): ...``): all or none are kept."""
+        return self._tx()
+
+    def _refuse_write(self) -> None:
+        raise ReadOnlyWorkspaceError(f"the workspace {self.path.parent} is read-only: nothing can be written to it")
 
     def _close_quietly(self) -> None:
         db = getattr(self, "_db", None)
@@ -168,7 +217,7 @@ class SqliteIndex:
                 self._db.execute("INSERT INTO tombstones VALUES (?, ?, ?)", (seq, user_id, mid))
 
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
-        if not ids:
+        if not ids or self.read_only:  # access statistics are a side effect of reading: not kept read-only
             return
         with self._lock, self._tx():
             self._db.executemany(
@@ -239,6 +288,15 @@ class SqliteIndex:
         with self._lock:
             return dict(self._db.execute(
                 "SELECT id, content_hash FROM memories WHERE user_id = ? AND file = ? AND is_active = 1", (user_id, file)).fetchall())
+
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        out: set[str] = set()
+        with self._lock:
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk: chunk + 500])
+                q = f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(part))}) AND user_id != ?"
+                out.update(r[0] for r in self._db.execute(q, [*part, user_id]))
+        return out
 
     def count(self, user_id: str, *, active_only: bool = True) -> int:
         q = "SELECT COUNT(*) FROM memories WHERE user_id = ?" + (" AND is_active = 1" if active_only else "")
@@ -333,6 +391,39 @@ class SqliteIndex:
             self._db.close()
 
 
+def _rollback(db: sqlite3.Connection) -> None:
+    """Undo the open transaction, if SQLite has not already (it does after a full disk)."""
+    if db.in_transaction:
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.DatabaseError:
+            pass
+
+
+def _reason(exc: sqlite3.DatabaseError) -> str:
+    """An SQLite error in words a user can act on. Never advice to delete the index: episodic turns,
+    history and sessions live only there."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "disk is full" in text:
+        return ("the disk is full; nothing of this change was stored (the Markdown files are unchanged). "
+                "Free some space and try again")
+    if "readonly" in text or "read-only" in text:
+        return f"{text} (the workspace is read-only for this process)"
+    if "not a database" in text or "malformed" in text:
+        return (f"{text}. The Markdown files are not affected; keep this file (episodic turns, history and "
+                "sessions live only in it) and restore it from a backup if you have one")
+    return text
+
+
+def _read_only(path: Path) -> bool:
+    """Whether this process may not write the index: its folder (lock and WAL files live there) or
+    the file itself is not writable."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK))
+
+
 class _Tx:
     """BEGIN IMMEDIATE … COMMIT, re-entrant within one index object."""
 
@@ -341,17 +432,35 @@ class _Tx:
 
     def __enter__(self) -> None:
         ix = self.index
+        if ix.read_only:
+            ix._refuse_write()
         ix._lock.acquire()
         depth = getattr(ix, "_tx_depth", 0)
         if depth == 0:
-            ix._db.execute("BEGIN IMMEDIATE")
+            try:
+                ix._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as exc:
+                ix._lock.release()
+                raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
+            except BaseException:
+                ix._lock.release()
+                raise
         ix._tx_depth = depth + 1
 
-    def __exit__(self, exc_type: object, *rest: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         ix = self.index
         ix._tx_depth -= 1
         try:
             if ix._tx_depth == 0:
-                ix._db.execute("ROLLBACK" if exc_type else "COMMIT")
+                if exc_type is None:
+                    try:
+                        ix._db.execute("COMMIT")
+                    except sqlite3.DatabaseError as failed:
+                        _rollback(ix._db)
+                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(failed)}") from failed
+                else:
+                    _rollback(ix._db)
+                    if isinstance(exc, sqlite3.DatabaseError):
+                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
         finally:
             ix._lock.release()

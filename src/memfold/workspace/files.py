@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import tempfile
 import threading
 from pathlib import Path
+
+from ..errors import ReadOnlyWorkspaceError
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -51,8 +54,11 @@ class FileLock:
     def __enter__(self) -> "FileLock":
         self._tlock.acquire()
         if self._depth == 0:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = self._open()
+            except BaseException:
+                self._tlock.release()
+                raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except BaseException:
@@ -62,6 +68,41 @@ class FileLock:
             self._fd = fd
         self._depth += 1
         return self
+
+    def _open(self) -> int:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+                raise ReadOnlyWorkspaceError(f"cannot write in {self.path.parent}: the workspace is read-only "
+                                             "for this process") from None
+            raise
+
+    def acquire_nowait(self) -> bool:
+        """Take the lock only if no other thread or process holds it; True when taken (then
+        release it with ``__exit__``)."""
+        if not self._tlock.acquire(blocking=False):
+            return False
+        if self._depth == 0:
+            try:
+                fd = self._open()
+            except BaseException:
+                self._tlock.release()
+                raise
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                self._tlock.release()
+                return False
+            except BaseException:
+                os.close(fd)
+                self._tlock.release()
+                raise
+            self._fd = fd
+        self._depth += 1
+        return True
 
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1

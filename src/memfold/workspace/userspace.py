@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -17,11 +18,30 @@ _USER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
 _DAILY = re.compile(r"^memory/(\d{6})/(\d{8})\.md$")
 
 
-def check_user_id(user_id: str) -> str:
-    if not isinstance(user_id, str) or not _USER_ID.match(user_id) or ".." in user_id:
-        raise InvalidInputError(
-            f"invalid user_id {user_id!r}: use 1-128 letters, digits, '_', '-', '.', '@', starting with a letter or digit"
-        )
+_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", "conin$", "conout$",
+                     *(f"com{i}" for i in "123456789¹²³"), *(f"lpt{i}" for i in "123456789¹²³")}
+
+
+def check_user_id(user_id: str, name: str = "user_id") -> str:
+    """A namespace id is a folder name on every system: 1-128 letters, digits, '_', '-', '.', '@',
+    starting with a letter or digit, not ending with '.', no '..', not a reserved device name."""
+    if not isinstance(user_id, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(user_id).__name__} {user_id!r}")
+    problem = None
+    if user_id != user_id.strip():
+        problem = "it starts or ends with whitespace"
+    elif any(ord(c) < 32 or 127 <= ord(c) < 160 for c in user_id):
+        problem = "it contains a control character"
+    elif user_id.endswith("."):
+        problem = "it ends with '.'"
+    elif ".." in user_id:
+        problem = "it contains '..'"
+    elif user_id.split(".")[0].lower() in _WINDOWS_RESERVED:
+        problem = f"{user_id.split('.')[0]!r} is a reserved device name on Windows"
+    elif not _USER_ID.fullmatch(user_id):
+        problem = "use 1-128 letters, digits, '_', '-', '.', '@', starting with a letter or digit"
+    if problem:
+        raise InvalidInputError(f"invalid {name} {user_id!r}: {problem}")
     return user_id
 
 
@@ -105,6 +125,10 @@ class UserSpace:
             raise NotFoundError(f"{rel} does not exist for user {self.user_id!r}") from None
         except UnicodeDecodeError as exc:
             raise InvalidInputError(f"{p} is not valid UTF-8: {exc}") from exc
+        except PermissionError:
+            raise InvalidInputError(f"{p} cannot be read: permission denied") from None
+        except IsADirectoryError:
+            raise InvalidInputError(f"{p} is a folder, not a memory file") from None
 
     def read_or_template(self, rel: str) -> str:
         p = self.path(rel)
@@ -125,10 +149,34 @@ class UserSpace:
                 self.backup(keep)
             atomic_write(p, text if text.endswith("\n") else text + "\n")
 
+    def keep_old(self, rel: str) -> Path | None:
+        """Before a write that may have to be undone: a hard link to the file as it is (no data is
+        copied, so it works on a full disk), or None when the file does not exist."""
+        p = self.path(rel)
+        if not p.exists():
+            return None
+        old = p.with_name(f".{p.name}.undo")
+        old.unlink(missing_ok=True)
+        os.link(p, old)
+        return old
+
+    def undo(self, rel: str, kept: Path | None) -> None:
+        """Put back the file ``keep_old`` kept (a rename: no space needed), or remove a new file."""
+        p = self.path(rel)
+        if kept is None:
+            p.unlink(missing_ok=True)
+        else:
+            os.replace(kept, p)
+            os.utime(p)  # a new time: the next sync compares the file with the index, whatever it holds
+
     def backup(self, keep: int) -> Path:
         src = self.dir / FILE_MEMORY
         bdir = self.dir / "backups"
-        bdir.mkdir(parents=True, exist_ok=True)
+        try:
+            bdir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise InvalidInputError(f"cannot back up MEMORY.md: {bdir} is not a folder; move that file away "
+                                    "(nothing was changed)") from None
         stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
         dest = bdir / f"{stamp}_MEMORY.md"
         n = 1
@@ -146,6 +194,14 @@ class UserSpace:
     def prune_backups(self, keep: int) -> None:
         for old in self.backups()[:-keep] if keep > 0 else []:
             old.unlink(missing_ok=True)
+
+
+def _valid_user_dir(name: str) -> bool:
+    try:
+        check_user_id(name)
+    except InvalidInputError:
+        return False
+    return True
 
 
 class Workspace:
@@ -167,7 +223,7 @@ class Workspace:
             return []
         return sorted(
             p.name for p in self.root.iterdir()
-            if p.is_dir() and _USER_ID.match(p.name) and ((p / FILE_MEMORY).exists() or (p / FILE_LEARNINGS).exists()
+            if p.is_dir() and _valid_user_dir(p.name) and ((p / FILE_MEMORY).exists() or (p / FILE_LEARNINGS).exists()
                                                       or (p / "memory").is_dir())
         )
 
