@@ -21,9 +21,10 @@ from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.secrets import find_secret
 from ..text.terms import terms
-from ..workspace.userspace import Workspace, check_user_id
+from ..workspace.userspace import UserSpace, Workspace, check_user_id
 from . import records as rec
 from .pin import PinList, PinStore
+from .purge import purge, remove
 from .read import Retriever
 from .session import STATE_KIND as SESSION_KIND, Session, open_session, stateless_context
 from .store import UserStore, daily_file
@@ -73,6 +74,7 @@ class Memory:
             if st is None:
                 space = self.workspace.user(check_user_id(user_id))
                 st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
+                _tidy(space, self.policy(user_id))
             return st
 
     def close(self) -> None:
@@ -111,6 +113,8 @@ class Memory:
                                  source_ids=source_ids)
         if agent_id and result.added:  # SPEC §4.6: pin what the agent saved (raw turns are not pinned)
             self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
+        if result.forgotten:  # a forget request in the conversation
+            self.pin_store.discard(user_id, [r.content for r in result.forgotten])
         return result
 
     def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
@@ -168,8 +172,10 @@ class Memory:
 
     def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
         old = self.get(memory_id, user_id, include_archived=True)
-        self._store(user_id).rewrite(old, None, action, {})
-        self.pin_store.discard(user_id, [old.content])
+        st = self._store(user_id)
+        remove(st, old, action, {})
+        older = purge(st, [old])  # deleted means deleted: history words, older versions, backups, snapshot
+        self.pin_store.discard(user_id, [r.content for r in [old, *older]])
         return old
 
     def forget(self, query_or_id: str, user_id: str = "default", *, dry_run: bool = False) -> list[MemoryRecord]:
@@ -190,8 +196,9 @@ class Memory:
                        or float(vecs[i] @ vecs[0]) >= FORGET_MIN_SIMILARITY]
         if not dry_run:
             for r in targets:
-                st.rewrite(r, None, "forget", {"query": query_or_id})
-            self.pin_store.discard(user_id, [r.content for r in targets])
+                remove(st, r, "forget", {"by": "id" if found else "query"})
+            older = purge(st, targets)  # deleted means deleted: history words, older versions, backups, snapshot
+            self.pin_store.discard(user_id, [r.content for r in [*targets, *older]])
         return targets
 
     # ---- read ----------------------------------------------------------------------------
@@ -349,3 +356,15 @@ class Memory:
             self.index.upsert([rec.item(r, None) for r in active])
             total += len(recs)
         return total
+
+
+def _tidy(space: UserSpace, policy: Policy) -> None:
+    """At the first use of a namespace: temp files of writes that crashed go, and backups past
+    ``backup_keep`` or older than ``backup_max_age_days`` (also when nothing is written for weeks)."""
+    space.backup_max_age_days = policy.backup_max_age_days
+    if space.dir.is_dir():
+        with space.lock:
+            n = space.remove_leftovers()
+            space.prune_backups(policy.backup_keep)
+        if n:
+            log.info("removed %d unfinished temp file(s) of %s", n, space.user_id)

@@ -5,6 +5,7 @@ terms and its float32 vector; both are searched in process (``KeywordIndex`` BM2
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import uuid
@@ -18,10 +19,13 @@ import numpy as np
 from ..errors import EmbedderChangedError, MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
+from . import forgetting
 from .base import IndexItem
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures
 from .vectors import EXACT_MAX
+
+log = logging.getLogger("memfold")
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
@@ -58,6 +62,7 @@ class SqliteIndex:
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA busy_timeout=60000")
+            self._db.execute("PRAGMA secure_delete=ON")  # deleted rows and freed pages are zeroed, not left behind
             # switching to WAL and creating the schema race between new processes: one at a time
             with FileLock(self.path.with_name(self.path.name + ".init.lock")):
                 self._db.execute("PRAGMA journal_mode=WAL")
@@ -318,6 +323,62 @@ class SqliteIndex:
         return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
                 "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
+
+    # ---- deleted means deleted (engine/purge.py) --------------------------------------------
+    def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        out: list[MemoryRecord] = []
+        with self._lock:
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk: chunk + 500])
+                out += [_row_to_record(r) for r in self._db.execute(
+                    f"SELECT {_COLS} FROM memories WHERE user_id = ? AND is_active = 0 "
+                    f"AND superseded_by IN ({','.join('?' * len(part))}) ORDER BY rowid", [user_id, *part])]
+        return out
+
+    def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
+        texts = [t for t in dict.fromkeys(texts) if t]
+        if not texts:
+            return []
+        cond = " OR ".join(["instr(context, ?) > 0"] * len(texts))
+        with self._lock:
+            return [_row_to_record(r) for r in self._db.execute(
+                f"SELECT {_COLS} FROM memories WHERE user_id = ? AND context != '' AND ({cond}) ORDER BY rowid",
+                [user_id, *texts])]
+
+    def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
+        texts = [t for t in dict.fromkeys(texts) if t]
+        own = set(ids)
+        changed = 0
+        with self._lock:
+            with self._tx():
+                rows: dict[int, tuple] = {}
+                sel = "SELECT n, memory_id, old_content, new_content, detail FROM history WHERE user_id = ? AND "
+                for chunk in range(0, len(ids), 500):
+                    part = list(ids[chunk: chunk + 500])
+                    for r in self._db.execute(sel + f"memory_id IN ({','.join('?' * len(part))})", [user_id, *part]):
+                        rows[r[0]] = r
+                for t, tj in zip(texts, forgetting.json_forms(texts)):
+                    for r in self._db.execute(sel + "(instr(old_content, ?) > 0 OR instr(new_content, ?) > 0 "
+                                              "OR instr(detail, ?) > 0)", (user_id, t, t, tj)):
+                        rows[r[0]] = r
+                for n, mid, old, new, detail in rows.values():
+                    d = json.loads(detail or "{}")
+                    o2, n2, d2 = forgetting.scrub(mid in own, old, new, d, texts)
+                    if (o2, n2, d2) != (old, new, d):
+                        self._db.execute("UPDATE history SET old_content = ?, new_content = ?, detail = ? WHERE n = ?",
+                                         (o2, n2, json.dumps(d2, ensure_ascii=False), n))
+                        changed += 1
+            self._search.drop_snapshot(user_id)
+            self._truncate_wal()
+        return changed
+
+    def _truncate_wal(self) -> None:
+        """Copy the WAL into the file and empty it: the WAL still holds the pages as they were before
+        the delete (secure_delete zeroes the database file's copy, not the log's old frames)."""
+        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning("index %s: another process is reading; the write-ahead log keeps deleted text until "
+                        "the next checkpoint overwrites it", self.path)
 
     def close(self) -> None:
         with self._lock:
