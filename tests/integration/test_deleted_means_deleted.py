@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 from pathlib import Path
 
@@ -104,8 +105,23 @@ def test_a_forget_request_in_a_conversation_purges_too(mem: Memory, root: Path) 
     assert holders(root, "Trevasquill", "trevasquil") == []
 
 
-def test_sqlite_connections_delete_securely(mem: Memory) -> None:
+@pytest.fixture
+def insecure_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite as most builds ship it: secure_delete off unless a connection asks (Debian's is built with it on)."""
+    real = sqlite3.connect
+
+    def connect(*args, **kwargs):  # type: ignore[no-untyped-def]
+        db = real(*args, **kwargs)
+        db.execute("PRAGMA secure_delete=OFF")
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+
+
+def test_sqlite_connections_delete_securely(insecure_sqlite: None, root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    mem = Memory(root=root, embedder=embedder)
     assert mem.index._db.execute("PRAGMA secure_delete").fetchone()[0] == 1
+    mem.close()
 
 
 def test_backups_expire_by_age(root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -179,7 +195,7 @@ def test_cli_delete_and_forget_leave_no_words(tmp_path: Path) -> None:
     assert "backup_max_age_days" in pol.stdout
 
 
-def test_wal_and_free_pages_hold_no_deleted_text(root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_wal_and_free_pages_hold_no_deleted_text(insecure_sqlite: None, root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     mem = Memory(root=root, embedder=embedder)
     topics = ["my grandmother's garden", "the train timetable to Lyon", "a recipe for lentil soup",
               "the quarterly tax return", "repairing the bicycle chain"]
