@@ -221,3 +221,32 @@ def test_an_archived_memory_can_be_deleted(root: Path, embedder) -> None:  # typ
     assert mem.get(new.id, "alice").content == "The user drinks almond milk"
     assert [e.action for e in mem.history(old.id, "alice")] == ["add", "archive", "delete"]
     mem.close()
+
+
+def test_postgres_keeps_no_words_in_its_tables(pg_dsn: str, pg_server, root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from memfold.index.postgres import PostgresIndex
+
+    mem = Memory(root=root, embedder=embedder, policy={"dedupe_threshold": 0.8},
+                 index=PostgresIndex(pg_dsn, dim=embedder.dim, embedder_name=embedder.name))
+    old = mem.add("The user drinks Quillomat oat milk", "alice").added[0]
+    new = mem.add("The user drinks almond milk", "alice").added[0]
+    r = mem.add("My safe word is Brontelquash", "alice").added[0]
+    mem.update(r.id, "alice", content="My safe word is Brontelquash, or Yarrowvind")
+    schema = pg_dsn.split("search_path=")[1].split(",")[0]
+    words = "Quillomat|almond milk|Brontelquash|Yarrowvind"
+
+    def quoting(table: str, columns: str) -> int:
+        return pg_server.execute(f"SELECT count(*) FROM {schema}.{table} WHERE concat_ws(' ', {columns}) ~ %s",
+                                 (words,))[0][0]
+
+    assert quoting("memory_history", "old_content, new_content, detail::text") > 0
+    mem.forget(new.id, "alice")
+    mem.delete(r.id, "alice")
+    assert quoting("memory_history", "old_content, new_content, detail::text") == 0
+    assert quoting("user_memories", "content, context, terms::text") == 0
+    actions = pg_server.execute(f"SELECT memory_id, array_agg(action ORDER BY n) FROM {schema}.memory_history "
+                                "GROUP BY memory_id")
+    assert dict(actions) == {old.id: ["add", "archive", "delete"], new.id: ["add", "forget"],
+                             r.id: ["add", "update", "delete"]}
+    assert holders(root, "Quillomat", "almond milk", "Brontelquash", "Yarrowvind") == []  # backups, files
+    mem.close()
