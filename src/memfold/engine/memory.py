@@ -71,11 +71,14 @@ class Memory:
     def _store(self, user_id: str) -> UserStore:
         with self._lock:
             st = self._stores.get(user_id)
-            if st is None:
-                space = self.workspace.user(check_user_id(user_id))
-                st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
-                _tidy(space, self.policy(user_id))
-            return st
+            if st is not None:
+                return st
+            space = self.workspace.user(check_user_id(user_id))
+            st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
+            pol = self.policy(user_id)
+            space.backup_max_age_days = pol.backup_max_age_days
+        _tidy(space, pol)  # takes the user lock: outside our own lock (a writer holding it may need ours)
+        return st
 
     def close(self) -> None:
         self.index.close()
@@ -361,7 +364,6 @@ class Memory:
 def _tidy(space: UserSpace, policy: Policy) -> None:
     """At the first use of a namespace: temp files of writes that crashed go, and backups past
     ``backup_keep`` or older than ``backup_max_age_days`` (also when nothing is written for weeks)."""
-    space.backup_max_age_days = policy.backup_max_age_days
     if space.dir.is_dir():
         with space.lock:
             n = space.remove_leftovers()
