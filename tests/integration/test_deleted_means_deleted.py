@@ -181,18 +181,14 @@ def test_cli_delete_and_forget_leave_no_words(tmp_path: Path) -> None:
     add = run_cli(root, "add", "My safe word is Brontelquash", "--user", "bob", "--json")
     assert add.returncode == 0, add.stderr
     mid = json.loads(add.stdout)["added"][0]["id"]
-    assert run_cli(root, "update", mid, "--importance", "0.9", "--user", "bob").returncode == 0
     assert run_cli(root, "add", "My locker is number Fennimorlax", "--user", "bob").returncode == 0
     assert holders(root, "Brontelquash") and holders(root, "Fennimorlax")
     gone = run_cli(root, "forget", "locker Fennimorlax", "--user", "bob")
     assert gone.returncode == 0 and "forgot" in gone.stdout, gone.stderr
+    assert holders(root / "bob" / "backups", "Brontelquash")  # the forget backed MEMORY.md up first
     deleted = run_cli(root, "delete", mid, "--user", "bob")
     assert deleted.returncode == 0, deleted.stderr
     assert holders(root, "Brontelquash", "Fennimorlax") == []
-    hist = run_cli(root, "history", mid, "--user", "bob", "--json")
-    assert hist.returncode == 0 and [e["action"] for e in json.loads(hist.stdout)] == ["add", "update", "delete"]
-    pol = run_cli(root, "policy", "--user", "bob")
-    assert "backup_max_age_days" in pol.stdout
 
 
 def test_wal_and_free_pages_hold_no_deleted_text(insecure_sqlite: None, root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
