@@ -48,3 +48,16 @@ def scrub(own: bool, old: str | None, new: str | None, detail: dict[str, Any], t
             return old, new, detail  # quotes none of them: unchanged
     kept[MARK] = True
     return old, new, kept
+
+
+def changes(rows: Sequence[tuple[Any, str, str | None, str | None, dict[str, Any]]], ids: Sequence[str],
+            texts: Sequence[str]) -> list[tuple[str | None, str | None, str, Any]]:
+    """For history rows ``(key, memory_id, old, new, detail)``, the updates ``(old, new, detail as
+    JSON, key)`` that ``scrub`` asks for (rows it leaves unchanged are skipped)."""
+    own = set(ids)
+    out = []
+    for key, mid, old, new, detail in rows:
+        o2, n2, d2 = scrub(mid in own, old, new, detail, texts)
+        if (o2, n2, d2) != (old, new, detail):
+            out.append((o2, n2, json.dumps(d2, ensure_ascii=False), key))
+    return out

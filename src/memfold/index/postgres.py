@@ -365,22 +365,17 @@ class PostgresIndex:
         """Old row versions stay in the table files as dead tuples until (auto)VACUUM reclaims them;
         nothing heavier than these updates runs here (README: "Deleted means deleted")."""
         texts = [t for t in dict.fromkeys(texts) if t]
-        own = set(ids)
-        changed = 0
         with self._cur(write=True) as cur:
             cur.execute("SELECT n, memory_id, old_content, new_content, detail FROM memory_history h "
                         "WHERE user_id = %s AND (memory_id = ANY(%s) OR EXISTS (SELECT 1 FROM unnest(%s::text[]) t "
                         "WHERE strpos(h.old_content, t) > 0 OR strpos(h.new_content, t) > 0 "
                         "OR strpos(h.detail::text, t) > 0)) FOR UPDATE",
                         (user_id, list(ids), texts + forgetting.json_forms(texts)))
-            for n, mid, old, new, detail in cur.fetchall():
-                d = dict(detail or {})
-                o2, n2, d2 = forgetting.scrub(mid in own, old, new, d, texts)
-                if (o2, n2, d2) != (old, new, d):
-                    cur.execute("UPDATE memory_history SET old_content = %s, new_content = %s, detail = %s "
-                                "WHERE n = %s", (o2, n2, json.dumps(d2, ensure_ascii=False), n))
-                    changed += 1
-        return changed
+            updates = forgetting.changes([(*r[:4], dict(r[4] or {})) for r in cur.fetchall()], ids, texts)
+            if updates:
+                cur.executemany("UPDATE memory_history SET old_content = %s, new_content = %s, detail = %s "
+                                "WHERE n = %s", updates)
+        return len(updates)
 
     def storage_bytes(self) -> int:
         """Size on disk of the index's tables with their indexes and TOAST (for ``memfold bench``)."""

@@ -326,14 +326,10 @@ class SqliteIndex:
 
     # ---- deleted means deleted (engine/purge.py) --------------------------------------------
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
-        out: list[MemoryRecord] = []
         with self._lock:
-            for chunk in range(0, len(ids), 500):
-                part = list(ids[chunk: chunk + 500])
-                out += [_row_to_record(r) for r in self._db.execute(
-                    f"SELECT {_COLS} FROM memories WHERE user_id = ? AND is_active = 0 "
-                    f"AND superseded_by IN ({','.join('?' * len(part))}) ORDER BY rowid", [user_id, *part])]
-        return out
+            return [_row_to_record(r) for r in self._db.execute(
+                f"SELECT {_COLS} FROM memories WHERE user_id = ? AND is_active = 0 AND superseded_by IN "
+                "(SELECT value FROM json_each(?)) ORDER BY rowid", (user_id, json.dumps(list(ids))))]
 
     def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
         texts = [t for t in dict.fromkeys(texts) if t]
@@ -347,34 +343,23 @@ class SqliteIndex:
 
     def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
         texts = [t for t in dict.fromkeys(texts) if t]
-        own = set(ids)
-        changed = 0
+        sel = "SELECT n, memory_id, old_content, new_content, detail FROM history WHERE user_id = ? AND "
         with self._lock:
             with self._tx():
-                rows: dict[int, tuple] = {}
-                sel = "SELECT n, memory_id, old_content, new_content, detail FROM history WHERE user_id = ? AND "
-                for chunk in range(0, len(ids), 500):
-                    part = list(ids[chunk: chunk + 500])
-                    for r in self._db.execute(sel + f"memory_id IN ({','.join('?' * len(part))})", [user_id, *part]):
-                        rows[r[0]] = r
+                rows = {r[0]: r for r in self._db.execute(sel + "memory_id IN (SELECT value FROM json_each(?))",
+                                                          (user_id, json.dumps(list(ids))))}
                 for t, tj in zip(texts, forgetting.json_forms(texts)):
-                    for r in self._db.execute(sel + "(instr(old_content, ?) > 0 OR instr(new_content, ?) > 0 "
-                                              "OR instr(detail, ?) > 0)", (user_id, t, t, tj)):
-                        rows[r[0]] = r
-                for n, mid, old, new, detail in rows.values():
-                    d = json.loads(detail or "{}")
-                    o2, n2, d2 = forgetting.scrub(mid in own, old, new, d, texts)
-                    if (o2, n2, d2) != (old, new, d):
-                        self._db.execute("UPDATE history SET old_content = ?, new_content = ?, detail = ? WHERE n = ?",
-                                         (o2, n2, json.dumps(d2, ensure_ascii=False), n))
-                        changed += 1
+                    rows.update((r[0], r) for r in self._db.execute(
+                        sel + "(instr(old_content, ?) OR instr(new_content, ?) OR instr(detail, ?))", (user_id, t, t, tj)))
+                updates = forgetting.changes([(*r[:4], json.loads(r[4] or "{}")) for r in rows.values()], ids, texts)
+                self._db.executemany("UPDATE history SET old_content = ?, new_content = ?, detail = ? WHERE n = ?",
+                                     updates)
             self._search.drop_snapshot(user_id)
             self._truncate_wal()
-        return changed
+        return len(updates)
 
     def _truncate_wal(self) -> None:
-        """Copy the WAL into the file and empty it: the WAL still holds the pages as they were before
-        the delete (secure_delete zeroes the database file's copy, not the log's old frames)."""
+        """Empty the WAL into the file: its old frames hold pages as they were before the delete."""
         busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             log.warning("index %s: another process is reading; the write-ahead log keeps deleted text until "
