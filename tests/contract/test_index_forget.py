@@ -57,3 +57,12 @@ def test_superseded_and_quoting_find_the_other_holders(index: Index) -> None:
     assert index.superseded("alice", []) == []
     assert [r.id for r in index.quoting("alice", ["meeting at 11"])] == ["t2"]
     assert index.quoting("alice", ["meeting at 12"]) == [] and index.quoting("bob", ["meeting at 11"]) == []
+
+
+def test_a_short_text_is_only_looked_for_whole(index: Index) -> None:
+    index.append_history([_h("a", "add", None, "ok", 0), _h("b", "merge", "ok", "I booked it", 1),
+                          _h("c", "add", None, "I booked it", 2)])
+    assert index.forget_text("alice", ["a"], ["ok"]) == 2
+    assert index.history("alice", "b")[0].old_content is None  # "ok" itself, not the "ok" of "booked"
+    assert index.history("alice", "b")[0].new_content == "I booked it"
+    assert index.history("alice", "c")[0].new_content == "I booked it"

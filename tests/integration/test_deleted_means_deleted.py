@@ -16,7 +16,7 @@ import pytest
 from memfold import Memory
 from memfold.errors import ConfigError
 from memfold.index import snapshot
-from memfold.index.forgetting import STRUCTURAL_KEYS
+from memfold.text.forgetting import STRUCTURAL_KEYS
 
 from ..conftest import run_cli
 
@@ -95,6 +95,17 @@ def test_forget_by_words_also_clears_the_next_turns_context(mem: Memory, root: P
     kept = mem.get(second.id, "alice")
     assert kept.content == "I also enjoy hiking on weekends" and "Vorquendle" not in kept.context
     assert second.id in [h.record.id for h in mem.search("hiking on weekends", "alice")]  # re-indexed, found
+
+
+def test_a_short_turn_leaves_only_its_own_quotes(mem: Memory) -> None:
+    res = mem.add([{"role": "user", "content": "I booked the flight", "turn_id": "t0"},
+                   {"role": "user", "content": "Noted the Oslo hotel too", "turn_id": "t1"},
+                   {"role": "user", "content": "ok", "turn_id": "t2"},
+                   {"role": "user", "content": "What a sunny afternoon", "turn_id": "t3"}], "alice")
+    turn = {r.source_ids[0]: r for r in res.added if r.file == ""}
+    mem.forget(turn["t2"].id, "alice")
+    assert mem.get(turn["t1"].id, "alice").context == turn["t1"].context  # "booked" keeps its "ok"
+    assert turn["t3"].context.endswith(" ok") and not mem.get(turn["t3"].id, "alice").context.endswith("ok")
 
 
 def test_a_forget_request_in_a_conversation_purges_too(mem: Memory, root: Path) -> None:

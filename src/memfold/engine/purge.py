@@ -66,11 +66,13 @@ def purge(store: UserStore, removed: Sequence[MemoryRecord]) -> list[MemoryRecor
 
 def _unquote_contexts(store: UserStore, rows: Sequence[MemoryRecord], texts: Sequence[str]) -> int:
     """Re-index rows whose context (an episodic turn's previous turn) quotes a removed text, without it."""
+    # a turn's context is "<day> [<name>: ]<previous turn>\n<speaker>": the text must be the whole previous turn
+    quoted = [re.compile(r"(^|\s|: )" + re.escape(t) + r"(?=\n|$)") for t in texts]
     changed = []
     for r in rows:
         ctx = r.context
-        for t in texts:
-            ctx = ctx.replace(t, "")
+        for q in quoted:
+            ctx = q.sub(lambda m: m.group(1), ctx)
         ctx = "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip() for line in ctx.split("\n")).strip()
         if ctx != r.context:
             changed.append(r.with_(context=ctx))

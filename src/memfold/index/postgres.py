@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
-from . import forgetting
+from ..text import forgetting
 from .base import IndexItem
 from .pg_schema import connect, describe, driver, ensure_schema
 

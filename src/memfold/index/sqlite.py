@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import EmbedderChangedError, MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
-from . import forgetting
+from ..text import forgetting
 from .base import IndexItem
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures

@@ -12,6 +12,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from ..errors import InvalidInputError, NotFoundError
+from ..text.forgetting import QUOTE_MIN
 from ..models import FILE_LEARNINGS, FILE_MEMORY
 from ..text import memory_markdown as md
 from .files import FileLock, atomic_write
@@ -161,7 +162,8 @@ class UserSpace:
     def purge_backups(self, ids: Collection[str], texts: Collection[str]) -> tuple[int, int]:
         """Take deleted memories out of every backup: their bullets (by id, or by identical words)
         are removed and the backup rewritten with its old time; a backup that still holds one of
-        ``texts`` somewhere MEMORY.md itself does not is deleted. Returns (rewritten, deleted)."""
+        ``texts`` (of ``QUOTE_MIN`` characters or more) somewhere MEMORY.md itself does not is deleted.
+        Returns (rewritten, deleted)."""
         texts = {t for t in texts if t}
         live_path = self.dir / FILE_MEMORY
         live = live_path.read_text(encoding="utf-8") if live_path.exists() else ""
@@ -176,7 +178,7 @@ class UserSpace:
                 for e in sorted(md.parse(text), key=lambda e: e.start, reverse=True):
                     if e.id in ids or e.content in texts:
                         new = md.replace_entry(new, e, [])
-                if any(t in new and t not in live for t in texts):
+                if any(len(t) >= QUOTE_MIN and t in new and t not in live for t in texts):
                     p.unlink(missing_ok=True)
                     dropped += 1
                 elif new != text:

@@ -14,6 +14,7 @@ from typing import Any
 STRUCTURAL_KEYS = frozenset({"file", "by", "type", "origin", "supersedes", "rule", "source_ids", "similar_to",
                              "action", "superseded_by", "moved", "request", "archived", "words_removed"})
 MARK = "words_removed"
+QUOTE_MIN = 6  # characters a deleted text needs to be looked for inside longer texts
 
 
 def json_forms(texts: Sequence[str]) -> list[str]:
@@ -21,9 +22,15 @@ def json_forms(texts: Sequence[str]) -> list[str]:
     return [json.dumps(t, ensure_ascii=False)[1:-1] for t in texts]
 
 
+def quotes(value: str, text: str) -> bool:
+    """``value`` quotes ``text``: it is the text, or holds it whole when it is long enough to mean
+    something on its own (a deleted "ok" must not take the words of every history entry with "book")."""
+    return value == text or (len(text) >= QUOTE_MIN and text in value)
+
+
 def _quotes(value: Any, texts: Sequence[str]) -> bool:
     if isinstance(value, str):
-        return any(t in value for t in texts)
+        return any(quotes(value, t) for t in texts)
     if isinstance(value, dict):
         return any(_quotes(v, texts) for v in value.values())
     if isinstance(value, (list, tuple)):
