@@ -12,9 +12,9 @@ from datetime import date, datetime
 from pathlib import Path
 
 from ..errors import InvalidInputError, NotFoundError
-from ..text.forgetting import QUOTE_MIN
 from ..models import FILE_LEARNINGS, FILE_MEMORY
 from ..text import memory_markdown as md
+from ..text.forgetting import QUOTE_MIN
 from .files import FileLock, atomic_write
 
 _USER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
