@@ -174,7 +174,7 @@ def update(memory_id: str = typer.Argument(...), content: Optional[str] = typer.
 
 @app.command()
 def delete(memory_id: str = typer.Argument(...), user: str = typer.Option("default", "--user", "-u")) -> None:
-    """Delete one memory by id (MEMORY.md is backed up first)."""
+    """Delete one memory by id, and its words from history, backups and the search snapshot."""
     r = State.memory().delete(memory_id, user)
     out.print(f"deleted {r.id}: {r.content}")
 
@@ -183,7 +183,7 @@ def delete(memory_id: str = typer.Argument(...), user: str = typer.Option("defau
 def forget(query: str = typer.Argument(..., help="A memory id, or words describing what to forget."),
            user: str = typer.Option("default", "--user", "-u"),
            dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be forgotten.")) -> None:
-    """Delete a memory by id, or every memory matching a query, from file and index at once."""
+    """Delete a memory by id, or every memory matching a query, as delete does."""
     gone = State.memory().forget(query, user, dry_run=dry_run)
     verb = "would forget" if dry_run else "forgot"
     if not gone:

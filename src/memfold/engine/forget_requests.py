@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..index.base import Index
 from ..models import MemoryRecord, Message
 from ..text.forget import find_request
+from .purge import purge
 from .store import UserStore
 
 log = logging.getLogger("memfold")
@@ -79,5 +80,6 @@ def apply(store: UserStore, user_id: str, requests: Sequence[tuple[int, str | No
             seen.add(r.id)
             store.rewrite(r, None, "forget", detail)
             gone.append(r)
-        log.info("forget request %r of %s: %d memories deleted", query or "this", user_id, len(targets))
+        log.info("forget request of %s: %d memories deleted", user_id, len(targets))
+    purge(store, gone)  # deleted means deleted: history words, older versions, backups, snapshot
     return gone

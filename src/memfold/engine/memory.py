@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings, load_settings
-from ..errors import InvalidInputError, NotFoundError, SecretRefusedError
+from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError, SecretRefusedError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
@@ -22,10 +22,11 @@ from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.secrets import find_secret
 from ..text.terms import terms
-from ..workspace.userspace import Workspace, check_user_id
+from ..workspace.userspace import UserSpace, Workspace, check_user_id
 from . import guard
 from . import records as rec
 from .pin import PinList, PinStore
+from .purge import purge, remove
 from .read import Retriever
 from .session import STATE_KIND as SESSION_KIND, Session, open_session, stateless_context
 from .store import UserStore, daily_file
@@ -72,10 +73,14 @@ class Memory:
     def _store(self, user_id: str) -> UserStore:
         with self._lock:
             st = self._stores.get(user_id)
-            if st is None:
-                space = self.workspace.user(check_user_id(user_id))
-                st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
-            return st
+            if st is not None:
+                return st
+            space = self.workspace.user(check_user_id(user_id))
+            st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
+            pol = self.policy(user_id)
+            space.backup_max_age_days = pol.backup_max_age_days
+        _tidy(space, pol)  # tries the user lock: outside our own lock (a writer holding it may need ours)
+        return st
 
     def close(self) -> None:
         self.index.close()
@@ -122,6 +127,8 @@ class Memory:
                                  source_ids=source_ids)
         if agent_id and result.added:  # SPEC §4.6: pin what the agent saved (raw turns are not pinned)
             self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
+        if result.forgotten:  # a forget request in the conversation
+            self.pin_store.discard(user_id, [r.content for r in result.forgotten])
         return result
 
     def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
@@ -190,8 +197,10 @@ class Memory:
             raise InvalidInputError(f"action must be 'delete' or 'forget', got {action!r}")
         self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
         old = self.get(memory_id, user_id, include_archived=True)
-        self._store(user_id).rewrite(old, None, action, {})
-        self.pin_store.discard(user_id, [old.content])
+        st = self._store(user_id)
+        remove(st, old, action, {})
+        older = purge(st, [old])  # deleted means deleted: history words, older versions, backups, snapshot
+        self.pin_store.discard(user_id, [r.content for r in [old, *older]])
         return old
 
     def forget(self, query_or_id: str, user_id: str = "default", *, dry_run: bool = False) -> list[MemoryRecord]:
@@ -219,12 +228,13 @@ class Memory:
             done = []
             for r in targets:
                 try:
-                    st.rewrite(r, None, "forget", {"query": query_or_id})
+                    remove(st, r, "forget", {"by": "id" if found else "query"})
                 except NotFoundError:  # deleted meanwhile by another thread or process: gone already
                     continue
                 done.append(r)
             targets = done
-            self.pin_store.discard(user_id, [r.content for r in targets])
+            older = purge(st, targets)  # deleted means deleted: history words, older versions, backups, snapshot
+            self.pin_store.discard(user_id, [r.content for r in [*targets, *older]])
         return targets
 
     # ---- read ----------------------------------------------------------------------------
@@ -427,3 +437,22 @@ class Memory:
             out[u] = [r.with_(id=remap.get(r.id, r.id), superseded_by=remap.get(r.superseded_by or "", r.superseded_by))
                       for r in recs.values()]
         return out
+
+
+def _tidy(space: UserSpace, policy: Policy) -> None:
+    """At the first use of a namespace: temp files of writes that crashed go, and backups past
+    ``backup_keep`` or older than ``backup_max_age_days`` (also when nothing is written for weeks)."""
+    if not space.dir.is_dir():
+        return
+    try:
+        if not space.lock.acquire_nowait():
+            return  # a writer is at work (it prunes backups itself); a later process removes leftovers
+    except ReadOnlyWorkspaceError:
+        return  # a read-only workspace: nothing can be removed, and reads must not fail for it
+    try:
+        n = space.remove_leftovers()
+        space.prune_backups(policy.backup_keep)
+    finally:
+        space.lock.__exit__(None, None, None)
+    if n:
+        log.info("removed %d unfinished temp file(s) of %s", n, space.user_id)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
+from ..text import forgetting
 from .base import IndexItem
 from .pg_schema import connect, describe, driver, ensure_schema
 
@@ -349,6 +350,39 @@ class PostgresIndex:
         return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
                 "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
+
+    # ---- deleted means deleted (engine/purge.py) --------------------------------------------
+    def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        with self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND NOT is_active "
+                        "AND superseded_by = ANY(%s) ORDER BY n", (user_id, list(ids)))
+            return [_row_to_record(r) for r in cur.fetchall()]
+
+    def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
+        texts = [t for t in dict.fromkeys(texts) if t]
+        if not texts:
+            return []
+        with self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM user_memories m WHERE user_id = %s AND context <> '' AND EXISTS "
+                        "(SELECT 1 FROM unnest(%s::text[]) t WHERE strpos(m.context, t) > 0) ORDER BY n",
+                        (user_id, texts))
+            return [_row_to_record(r) for r in cur.fetchall()]
+
+    def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
+        """Old row versions stay in the table files as dead tuples until (auto)VACUUM reclaims them;
+        nothing heavier than these updates runs here (README: "Deleted means deleted")."""
+        texts = [t for t in dict.fromkeys(texts) if t]
+        with self._cur(write=True) as cur:
+            cur.execute("SELECT n, memory_id, old_content, new_content, detail FROM memory_history h "
+                        "WHERE user_id = %s AND (memory_id = ANY(%s) OR EXISTS (SELECT 1 FROM unnest(%s::text[]) t "
+                        "WHERE strpos(h.old_content, t) > 0 OR strpos(h.new_content, t) > 0 "
+                        "OR strpos(h.detail::text, t) > 0)) FOR UPDATE",
+                        (user_id, list(ids), texts + forgetting.json_forms(texts)))
+            updates = forgetting.changes([(*r[:4], dict(r[4] or {})) for r in cur.fetchall()], ids, texts)
+            if updates:
+                cur.executemany("UPDATE memory_history SET old_content = %s, new_content = %s, detail = %s "
+                                "WHERE n = %s", updates)
+        return len(updates)
 
     def storage_bytes(self) -> int:
         """Size on disk of the index's tables with their indexes and TOAST (for ``memfold bench``)."""

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +26,16 @@ log = logging.getLogger(__name__)
 
 FORMAT = 2  # 2: vectors carry their residual norms
 MIN_ROWS = 5000  # smaller namespaces load from the rows fast enough
+LEFTOVER_AGE = 300.0  # seconds without a change after which a snapshot temp file is abandoned
+
+
+def cache_dir(index_path: Path) -> Path:
+    return index_path.with_name(index_path.name + ".cache")
 
 
 def path_for(index_path: Path, user_id: str) -> Path:
     name = hashlib.sha1(user_id.encode("utf-8")).hexdigest()[:24]
-    return index_path.with_name(index_path.name + ".cache") / f"{name}.npz"
+    return cache_dir(index_path) / f"{name}.npz"
 
 
 def save(path: Path, *, instance: str, seq: int, user_id: str, vectors: VectorMatrix,
@@ -47,6 +53,25 @@ def save(path: Path, *, instance: str, seq: int, user_id: str, vectors: VectorMa
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_leftovers(cache: Path, min_age: float = LEFTOVER_AGE) -> int:
+    """Delete temporary files of snapshot writes that never finished (a process died while saving).
+    Only files unchanged for ``min_age`` seconds: a live writer's file grows as it is written."""
+    if not cache.is_dir():
+        return 0
+    n = 0
+    now = time.time()
+    for tmp in cache.glob("*.npz.*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime >= min_age:
+                tmp.unlink()
+                n += 1
+        except FileNotFoundError:
+            pass
+    if n:
+        log.info("removed %d unfinished snapshot file(s) from %s", n, cache)
+    return n
 
 
 def load(path: Path, *, instance: str, seq_now: int, user_id: str, dim: int, exact_max: int

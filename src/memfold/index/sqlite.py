@@ -5,6 +5,7 @@ terms and its float32 vector; both are searched in process (``KeywordIndex`` BM2
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -19,10 +20,13 @@ import numpy as np
 from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceError
 from ..models import HistoryEntry, MemoryRecord, MemoryType
 from ..workspace.files import FileLock
+from ..text import forgetting
 from .base import IndexItem
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures
 from .vectors import EXACT_MAX
+
+log = logging.getLogger("memfold")
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
@@ -63,6 +67,7 @@ class SqliteIndex:
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA busy_timeout=60000")
+            self._db.execute("PRAGMA secure_delete=ON")  # deleted rows and freed pages are zeroed, not left behind
             # switching to WAL and creating the schema race between new processes: one at a time
             with FileLock(self.path.with_name(self.path.name + ".init.lock")):
                 self._db.execute("PRAGMA journal_mode=WAL")
@@ -381,6 +386,46 @@ class SqliteIndex:
         """Sizes of the in-process search structures of each namespace this process has loaded."""
         with self._lock:
             return self._search.footprint()
+    # ---- deleted means deleted (engine/purge.py) --------------------------------------------
+    def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        with self._lock:
+            return [_row_to_record(r) for r in self._db.execute(
+                f"SELECT {_COLS} FROM memories WHERE user_id = ? AND is_active = 0 AND superseded_by IN "
+                "(SELECT value FROM json_each(?)) ORDER BY rowid", (user_id, json.dumps(list(ids))))]
+
+    def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
+        texts = [t for t in dict.fromkeys(texts) if t]
+        if not texts:
+            return []
+        cond = " OR ".join(["instr(context, ?) > 0"] * len(texts))
+        with self._lock:
+            return [_row_to_record(r) for r in self._db.execute(
+                f"SELECT {_COLS} FROM memories WHERE user_id = ? AND context != '' AND ({cond}) ORDER BY rowid",
+                [user_id, *texts])]
+
+    def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
+        texts = [t for t in dict.fromkeys(texts) if t]
+        sel = "SELECT n, memory_id, old_content, new_content, detail FROM history WHERE user_id = ? AND "
+        with self._lock:
+            with self._tx():
+                rows = {r[0]: r for r in self._db.execute(sel + "memory_id IN (SELECT value FROM json_each(?))",
+                                                          (user_id, json.dumps(list(ids))))}
+                for t, tj in zip(texts, forgetting.json_forms(texts)):
+                    rows.update((r[0], r) for r in self._db.execute(
+                        sel + "(instr(old_content, ?) OR instr(new_content, ?) OR instr(detail, ?))", (user_id, t, t, tj)))
+                updates = forgetting.changes([(*r[:4], json.loads(r[4] or "{}")) for r in rows.values()], ids, texts)
+                self._db.executemany("UPDATE history SET old_content = ?, new_content = ?, detail = ? WHERE n = ?",
+                                     updates)
+            self._search.drop_snapshot(user_id)
+            self._truncate_wal()
+        return len(updates)
+
+    def _truncate_wal(self) -> None:
+        """Empty the WAL into the file: its old frames hold pages as they were before the delete."""
+        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning("index %s: another process is reading; the write-ahead log keeps deleted text until "
+                        "the next checkpoint overwrites it", self.path)
 
     def close(self) -> None:
         with self._lock:

@@ -27,6 +27,7 @@ class SearchStructures:
         self.matrices: dict[str, VectorMatrix] = {}
         self.keywords: dict[str, KeywordIndex] = {}
         self.snapshot_seq: dict[str, int | None] = {}  # seq of the snapshot a namespace started from
+        snapshot.remove_leftovers(snapshot.cache_dir(index_path))
 
     def current_seq(self) -> int:
         return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
@@ -83,6 +84,13 @@ class SearchStructures:
         """Per loaded namespace, the sizes of its structures (``vectors``, ``keywords``), caught up first."""
         return {u: {"vectors": self.matrix(u).footprint(), "keywords": self.keyword_index(u).footprint()}
                 for u in list(self.matrices)}
+    def drop_snapshot(self, user_id: str) -> None:
+        """Delete the namespace's snapshot (rows were deleted: it still holds their vectors and words).
+        When this process has the namespace loaded, a fresh snapshot is cut at close, from the
+        caught-up structures, which hold neither."""
+        snapshot.path_for(self.index_path, user_id).unlink(missing_ok=True)
+        if user_id in self.snapshot_seq:
+            self.snapshot_seq[user_id] = None
 
     def save_snapshots(self) -> None:
         """Cut a snapshot of each namespace this process loaded that is big enough and has changed by

@@ -65,7 +65,9 @@ class CopyReport:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60.0)
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60.0)
+    db.execute("PRAGMA secure_delete=ON")  # as on every connection of memfold (it writes nothing here)
+    return db
 
 
 def _batches(db: sqlite3.Connection, sql: str, args: tuple) -> Iterator[list[tuple]]:
@@ -144,6 +146,7 @@ def rebuild_for_embedder(root: Path, embedder: "Embedder", embed_text: Callable[
         raise InvalidInputError(f"no embedded index at {path}; nothing to rebuild")
     checkpoint = sqlite3.connect(str(path), timeout=60.0)  # fold the WAL in, so the file alone is complete
     try:
+        checkpoint.execute("PRAGMA secure_delete=ON")
         checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         checkpoint.close()

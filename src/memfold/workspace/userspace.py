@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 from ..errors import InvalidInputError, NotFoundError
 from ..models import FILE_LEARNINGS, FILE_MEMORY
 from ..text import memory_markdown as md
+from ..text.forgetting import QUOTE_MIN
 from .files import FileLock, atomic_write
 
 _USER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
@@ -68,6 +71,7 @@ class UserSpace:
         self.dir = root / user_id
         self.language = language
         self.lock = FileLock(self.dir / ".lock")
+        self.backup_max_age_days = 0.0  # backups older than this are deleted (0: kept until pruned by count)
 
     # ---- paths -------------------------------------------------------------------
     def path(self, rel: str) -> Path:
@@ -192,8 +196,58 @@ class UserSpace:
         return sorted(bdir.glob("*_MEMORY.md"), key=lambda p: p.stat().st_mtime_ns) if bdir.is_dir() else []
 
     def prune_backups(self, keep: int) -> None:
+        """Keep the newest ``keep`` backups, none older than ``backup_max_age_days``."""
         for old in self.backups()[:-keep] if keep > 0 else []:
             old.unlink(missing_ok=True)
+        if self.backup_max_age_days > 0:
+            oldest = time.time() - self.backup_max_age_days * 86400
+            for old in self.backups():
+                if old.stat().st_mtime < oldest:
+                    old.unlink(missing_ok=True)
+
+    # ---- deleted means deleted -----------------------------------------------------
+    def purge_backups(self, ids: Collection[str], texts: Collection[str]) -> tuple[int, int]:
+        """Take deleted memories out of every backup: their bullets (by id, or by identical words)
+        are removed and the backup rewritten with its old time; a backup that still holds one of
+        ``texts`` (of ``QUOTE_MIN`` characters or more) somewhere MEMORY.md itself does not is deleted.
+        Returns (rewritten, deleted)."""
+        texts = {t for t in texts if t}
+        live_path = self.dir / FILE_MEMORY
+        live = live_path.read_text(encoding="utf-8") if live_path.exists() else ""
+        rewritten = dropped = 0
+        with self.lock:
+            for p in self.backups():
+                try:
+                    text = p.read_text(encoding="utf-8")
+                except (FileNotFoundError, UnicodeDecodeError):
+                    continue
+                new = text
+                for e in sorted(md.parse(text), key=lambda e: e.start, reverse=True):
+                    if e.id in ids or e.content in texts:
+                        new = md.replace_entry(new, e, [])
+                if any(len(t) >= QUOTE_MIN and t in new and t not in live for t in texts):
+                    p.unlink(missing_ok=True)
+                    dropped += 1
+                elif new != text:
+                    st = p.stat()
+                    atomic_write(p, new)
+                    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # its age and place in the order stay
+                    rewritten += 1
+        return rewritten, dropped
+
+    def remove_leftovers(self) -> int:
+        """Delete temp files of atomic writes that never finished (a crash mid-write), in the user's
+        folder, its backups and daily-note folders. Every write there holds the user lock, so under
+        it no temp file belongs to a live writer."""
+        if not self.dir.is_dir():
+            return 0
+        n = 0
+        with self.lock:
+            for folder in [self.dir, self.dir / "backups", *sorted((self.dir / "memory").glob("[0-9]" * 6))]:
+                for tmp in folder.glob(".*.tmp") if folder.is_dir() else []:
+                    tmp.unlink(missing_ok=True)
+                    n += 1
+        return n
 
 
 def _valid_user_dir(name: str) -> bool:
