@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings, load_settings
-from ..errors import InvalidInputError, NotFoundError, SecretRefusedError
+from ..errors import InvalidInputError, NotFoundError
 from ..index.base import Index, open_index
 from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
                       SearchHit, utcnow)
@@ -19,10 +19,11 @@ from ..providers.chat import ChatModel, make_chat_model
 from ..providers.embedder import Embedder, make_embedder
 from ..text import extraction
 from ..text.memory_markdown import clean_content
-from ..text.secrets import find_secret
+from ..text.secrets import redact
 from ..text.terms import terms
 from ..workspace.userspace import Workspace, check_user_id
 from . import records as rec
+from .guard import check_fields, screen_text
 from .pin import PinList, PinStore
 from .read import Retriever
 from .session import STATE_KIND as SESSION_KIND, Session, open_session, stateless_context
@@ -118,9 +119,7 @@ class Memory:
         content = clean_content(text)
         if not content:
             raise InvalidInputError("a daily note needs non-empty text")
-        kind = find_secret(content)
-        if kind:
-            raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+        content = screen_text(content).text  # secrets redacted; mostly a secret: refused
         now = when or utcnow()
         r = MemoryRecord(id=rec.new_id(), user_id=user_id, memory_type=MemoryType.NOTE, content=content,
                          created_at=now, updated_at=now, file=daily_file(now))
@@ -132,15 +131,14 @@ class Memory:
     def update(self, memory_id: str, user_id: str = "default", *, content: str | None = None,
                importance: float | None = None, memory_type: str | MemoryType | None = None,
                structured_data: dict[str, Any] | None = None) -> MemoryRecord:
+        check_fields(structured_data=structured_data)
         old = self.get(memory_id, user_id)
         new = old
         if content is not None:
             text = clean_content(content)
             if not text:
                 raise InvalidInputError("new content is empty; use delete() to remove a memory")
-            kind = find_secret(text)
-            if kind:
-                raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+            text = screen_text(text, "the new content").text
             new = new.with_(content=text)
             if structured_data is None and old.structured_data == extraction.classify(old.content)[1]:
                 # the old structure was read from the old words by the rules: read it from the new ones
@@ -190,7 +188,7 @@ class Memory:
                        or float(vecs[i] @ vecs[0]) >= FORGET_MIN_SIMILARITY]
         if not dry_run:
             for r in targets:
-                st.rewrite(r, None, "forget", {"query": query_or_id})
+                st.rewrite(r, None, "forget", {"query": redact(query_or_id)})
             self.pin_store.discard(user_id, [r.content for r in targets])
         return targets
 
@@ -328,8 +326,7 @@ class Memory:
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInputError(f"record {n} cannot be imported: {exc}") from exc
             check_user_id(r.user_id)
-            if find_secret(r.content):
-                raise SecretRefusedError(f"record {n} ({r.id}) contains a secret; nothing was imported")
+            r = _guarded(r, n)
             batches.setdefault(r.user_id, []).append(r)
         total = 0
         for u, recs in batches.items():
@@ -349,3 +346,13 @@ class Memory:
             self.index.upsert([rec.item(r, None) for r in active])
             total += len(recs)
         return total
+
+
+def _guarded(r: MemoryRecord, n: int) -> MemoryRecord:
+    """An imported record with the secrets of its text redacted; SecretRefusedError (nothing is
+    imported) when its content is mostly a secret or another field holds one."""
+    what = f"record {n} ({r.id})"
+    check_fields(what, id=r.id, structured_data=r.structured_data, source_ids=r.source_ids or None,
+                 agent_id=r.agent_id, source_session_id=r.source_session_id, superseded_by=r.superseded_by)
+    content = screen_text(r.content, f"the content of {what}").text if r.content else r.content
+    return r.with_(content=content, context=redact(r.context) if r.context else r.context)
