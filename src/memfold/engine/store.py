@@ -80,8 +80,8 @@ class UserStore:
                 stamped = True
             if kinds:
                 redacted[eid] = list(kinds)
-                log.warning("a %s in a hand-edited line of %s (user %s) was replaced by [redacted]",
-                            " and a ".join(kinds), rel, self.user_id)
+                log.warning("a hand-edited line of %s (user %s) held a secret (%s): rewritten with [redacted]",
+                            rel, self.user_id, ", ".join(kinds))
             h = rec.content_hash(r)
             if known.get(eid) == h:
                 continue

@@ -93,6 +93,8 @@ _DESCRIPTORS = frozenset(
 def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: bool) -> tuple[int, int] | None:
     """The span of the value following a keyword that ends at ``pos``, or None."""
     i = pos
+    if text[i:i + 1] in ("\"", "'") and re.match(r"\s*[:=]", text[i + 1:i + 4]):
+        i += 1  # a quoted key: {"password": "…"}
     m = _FILLER.match(text, i)
     if m:
         i = m.end()
@@ -139,6 +141,8 @@ def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: boo
 
 def _looks_secret(value: str) -> bool:
     """A bare token after a keyword without "is/:" is a secret only if it does not read as a word."""
+    if value.isdigit():
+        return len(value) >= 3  # "CVV 371", "PIN 4821"
     if len(value) < 4:
         return False
     return bool(re.search(r"\d", value) or re.search(r"[^A-Za-z0-9]", value)
@@ -165,7 +169,7 @@ _LOGIN = re.compile(r"(?i)(?<![A-Za-z])(?:login|log-in|username|user|account|acc
                     r"\s*(?:is|:|：|=)?\s*[^\s/|:：,，]{2,40}?\s*(?:/|\||:|：)\s*([^\s,，。；;]{4,})")
 _KEY_BODY = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])")
 _CARD = re.compile(r"(?<![\d+.\-/])[2-6]\d{2,5}(?:([ .-]?)\d{3,6})(?:\1\d{3,6}){1,4}(?![\d\-/]|\.\d)")
-_CARD_KW = re.compile(r"(?i)(?:card(?:\s+(?:number|no\.?|num))?|卡号|银行卡|信用卡|储蓄卡)\s*(?:is|:|：|是|为)?\s*"
+_CARD_KW = re.compile(r"(?i)(?:card(?:\s+(?:number|no\.?|num))?|[\u4e00-\u9fff]{0,3}卡号?)\s*(?:is|:|：|是|为)?\s*"
                       r"((?:\d[ .-]?){11,18}\d)(?!\d)")
 _ZH_ID = re.compile(r"(?<![\dA-Za-z])([1-9]\d{5})([ -]?)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])\2(\d{3}[\dXx])"
                     r"(?![\dA-Za-z])")
@@ -233,6 +237,9 @@ def _key_body_spans(text: str) -> list[Finding]:
     out: list[Finding] = []
     for m in _KEY_BODY.finditer(text):
         s = m.group()
+        word_start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+        if "://" in text[word_start:m.start()] or text[word_start:m.start()].startswith(("www.", "/")):
+            continue  # a path of a URL
         if re.search(r"[a-z]", s) and re.search(r"[A-Z]", s) and re.search(r"\d", s) and \
                 not re.fullmatch(r"[0-9a-fA-F]+", s) and len(set(s)) >= 16:
             out.append(Finding("private key", m.start(), m.end()))
@@ -348,9 +355,9 @@ def _pair_secret(key: Any, value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None
     text = str(value)
-    kind = find_secret(text)
-    if kind or not isinstance(key, str):
-        return kind
+    if not isinstance(key, str):
+        return find_secret(text)
+    # read with its key: "password": "hunter2" is a secret, "order": "4532 0151 1283 0366" is not
     return find_secret(f"{key.replace('_', ' ')} is {text}") or find_secret(f"{key}: {text}")
 
 
@@ -393,10 +400,10 @@ def redact_data(value: Any, key: Any = None) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact_data(v) for v in value]
     if isinstance(value, str):
+        if not _pair_secret(key, value):
+            return value
         red = redact(value)
-        if red == value and _pair_secret(key, value):
-            return MARKER
-        return red
+        return red if red != value else MARKER
     if isinstance(value, (int, float)) and not isinstance(value, bool) and _pair_secret(key, value):
         return MARKER
     return value
