@@ -106,10 +106,11 @@ def test_every_secret_through_every_entry_point_reaches_no_sink(root, embedder, 
         s.add_message("user", t)
         s.add_message("assistant", "noted")
     s.summarize()
-    # hand-added bullets in MEMORY.md and a daily note
-    md = mem.workspace.user("rules").dir / "MEMORY.md"
-    md.write_text(md.read_text(encoding="utf-8").rstrip("\n") + "\n" + "".join(
-        f"- {' '.join(c.text.splitlines())}\n" for c in POSITIVE), encoding="utf-8")
+    # hand-added bullets in MEMORY.md, learnings.md and a daily note
+    udir = mem.workspace.user("rules").dir
+    for md in [udir / "MEMORY.md", udir / "learnings.md", *udir.glob("memory/*/*.md")]:
+        md.write_text(md.read_text(encoding="utf-8").rstrip("\n") + "\n" + "".join(
+            f"- {' '.join(c.text.splitlines())}\n" for c in POSITIVE), encoding="utf-8")
     mem.search("password", "rules")
     mem.update(target.id, "rules", importance=0.9)  # a backup after the hand edit
     rows = [r for r in mem.export("rules") if r["file"] != EPISODIC][:5]
@@ -135,7 +136,10 @@ def test_every_secret_through_every_entry_point_reaches_no_sink(root, embedder, 
     sinks = _sinks(root, mem, llm_server, caplog)
     mem.close()
     assert llm_server.chat_requests() and "[redacted]" in sinks["LLM requests"]
-    assert "[redacted]" in sinks["MEMORY.md" if "MEMORY.md" in sinks else "rules/MEMORY.md"]
+    for name in ("rules/MEMORY.md", "rules/learnings.md"):
+        assert sinks[name].count("[redacted]") >= len(POSITIVE), name
+    assert any(k.startswith("rules/memory/") and "[redacted]" in v for k, v in sinks.items())
+    assert any(k.startswith("rules/backups/") for k in sinks)
     leaks = {name: _leaks(text) for name, text in sinks.items()}
     leaks = {k: v for k, v in leaks.items() if v}
     where = {k: [t[max(0, t.find(v[0]) - 150): t.find(v[0]) + 60] for t in [sinks[k]]] for k, v in leaks.items()}

@@ -175,6 +175,7 @@ CASES: list[Case] = [
     _h("talk about secrets", "en", "Password: see the vault"),
     _h("talk about secrets", "en", "The access token expires in 3600 seconds"),
     _h("talk about secrets", "zh", "验证码发到手机了"),
+    _h("talk about secrets", "en", "the password isolation policy applies to PW 2024 attendees"),
     _h("ISBN / numbers", "en", "My student number is 20231234"),
     _h("ISBN / numbers", "zh", "银行卡余额 12345 元"),
     _h("date / time", "en", "Flight CA1234 departs at 08:15"),

@@ -70,9 +70,9 @@ _TOKEN_KW = re.compile(
     r"|app[\s_-]?secret|signing[\s_-]?key)(?![A-Za-z])|密钥|秘钥|令牌|私钥")
 _FILLER = re.compile(
     r"(?i)\s+(?:for|of|on|to|at|in)\s+(?:(?:the|my|our|your|this|that|his|her|their)\s+)?[\w-]+(?:\s+[\w-]+)?"
-    r"(?=\s*(?:is|was|=|:|：))")
+    r"(?=\s*(?:is\b|was\b|=|:|：))")
 _CONNECTOR = re.compile(
-    r"(?i)\s*(?:(?:is|was|are|will be|has been|changed to|set to|now|=|:=|:|：|是|为|改成了?|改为|设为|设置为|换成了?|"
+    r"(?i)\s*(?:(?:(?:is|was|are|will be|has been|changed to|set to|now)\b|=|:=|:|：|是|为|改成了?|改为|设为|设置为|换成了?|"
     r"其实是|就是|->|=>)\s*)+")
 _QUOTED = re.compile(r"[\"'“”‘’「『]([^\"'“”‘’」』\n]{3,80})[\"'“”‘’」』]")
 _ASCII_VALUE = re.compile(r"[\x21-\x7e]+")
@@ -120,8 +120,7 @@ def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: boo
         if not v:
             return None
         value, start = v.group(), v.start()
-        stripped = value.rstrip(_TRAIL)
-        # a closing bracket or quote that belongs to the value stays ("abc)1")
+        stripped = value.rstrip(_TRAIL)  # the sentence's punctuation, not the value's
         end = start + len(stripped)
         value = stripped
     if len(value) < min_len or value.lower() in _DESCRIPTORS or value.startswith(MARKER):
@@ -141,8 +140,8 @@ def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: boo
 
 def _looks_secret(value: str) -> bool:
     """A bare token after a keyword without "is/:" is a secret only if it does not read as a word."""
-    if value.isdigit():
-        return len(value) >= 3  # "CVV 371", "PIN 4821"
+    if value.isdigit():  # "CVV 371", "PIN 4821", but not a year ("PW 2024 conference")
+        return len(value) >= 3 and not (len(value) == 4 and 1900 <= int(value) <= 2099)
     if len(value) < 4:
         return False
     return bool(re.search(r"\d", value) or re.search(r"[^A-Za-z0-9]", value)
