@@ -9,7 +9,6 @@ source text as a note. Everything sent is passed through ``redact`` first."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field

@@ -21,8 +21,8 @@ from ..policy import Policy
 from ..providers.chat import ChatModel
 from ..text.secrets import redact
 from ..text.tokens import count_many, count_tokens
-from .guard import check_fields
 from .context import MESSAGE_OVERHEAD, BuiltContext, ContextBuilder, reserve_tokens
+from .guard import check_fields
 from .pin import PinList
 from .summarizer import SessionSummarizer, summary_budget
 

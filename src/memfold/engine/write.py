@@ -91,8 +91,8 @@ class WritePath:
         if importance is not None and not (0.0 <= float(importance) <= 1.0):
             raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
         mtype = MemoryType.parse(memory_type) if memory_type is not None else None
-        check_fields(structured_data=structured_data, source_ids=tuple(source_ids) if source_ids else None,
-                     agent_id=agent_id, session_id=session_id)
+        check_fields(structured_data=structured_data, source_ids=source_ids or None, agent_id=agent_id,
+                     session_id=session_id)
         now = utcnow()
         skipped: list[str] = []
         refused: list[str] = []
