@@ -60,7 +60,7 @@ def _spread(word: str) -> str:
 
 _PASSWORD_WORDS = "|".join(_spread(w) for w in ("password", "passcode", "passphrase", "passwd"))
 _PASSWORD_KW = re.compile(
-    rf"(?i)(?<![A-Za-z])(?:{_PASSWORD_WORDS}|pwd|pw|pin(?:[\s-]?code)?|cvv2?|cvc|security[\s-]code"
+    rf"(?i)(?<![A-Za-z0-9])(?:{_PASSWORD_WORDS}|pwd|pw|pin(?:[\s-]?code)?|cvv2?|cvc|security[\s-]code"
     r"|verification[\s-]code|one[\s-]time[\s-](?:code|password)|otp|access[\s-]code|door[\s-]code"
     r"|unlock[\s-]code|login[\s-]code)(?![A-Za-z])"
     r"|密[\s　]?码|口令|验证码|动态码|校验码|安全码|识别码|PIN码|pin码|开锁码|门禁码|解锁码")
@@ -77,7 +77,10 @@ _CONNECTOR = re.compile(
 _QUOTED = re.compile(r"[\"'“”‘’「『]([^\"'“”‘’」』\n]{3,80})[\"'“”‘’」』]")
 _ASCII_VALUE = re.compile(r"[\x21-\x7e]+")
 _ZH_DIGITS = re.compile(r"[零〇一二三四五六七八九幺两]{4,}")
-_TRAIL = ".,;:!?)]}>'\"。，；：！？）"
+_TRAIL = ".,;:!?)]}>'\"。，；：！？）*`"
+_PLACEHOLDER = re.compile(r"(?i)your|example|placeholder|changeme|xxxx|\*\*\*|<|(?-i:^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$)")
+_CODE = re.compile(r"^(?:[A-Za-z_][\w.]*[(\[]|[{(\[$%@#])")  # "Column(String,", "request.form[", "{(byte)", "$pass"
+_KEYWORD_WORDS = frozenset({"password", "passwd", "pass", "secret", "token", "pin", "pwd", "key", "apikey", "api_key"})
 # words that describe a password rather than being one ("my password is weak", "密码是什么")
 _DESCRIPTORS = frozenset(
     """weak strong wrong right correct incorrect invalid valid expired required needed missing empty blank
@@ -95,12 +98,12 @@ def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: boo
     i = pos
     if text[i:i + 1] in ("\"", "'") and re.match(r"\s*[:=]", text[i + 1:i + 4]):
         i += 1  # a quoted key: {"password": "…"}
-    m = _FILLER.match(text, i)
-    if m:
-        i = m.end()
+    filler = _FILLER.match(text, i)
+    if filler:
+        i = filler.end()
     m = _CONNECTOR.match(text, i)
-    connected = bool(m and m.group().strip())
-    if connected:
+    connector = m.group().strip().lower() if m else ""
+    if connector:
         i = m.end()  # type: ignore[union-attr]
     else:
         ws = re.compile(r"[\s_-]+" if not zh_keyword else r"[\s_-]*").match(text, i)
@@ -110,8 +113,10 @@ def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: boo
     if text.startswith(MARKER, i):
         return None
     q = _QUOTED.match(text, i)
-    if q:
+    if q:  # quoted: the value as written, words and spaces included
         value, start, end = q.group(1), q.start(1), q.end(1)
+        return (start, end) if len(value) >= min_len and _plausible(value) and (not token or
+                                                                              re.search(r"\d", value)) else None
     else:
         z = _ZH_DIGITS.match(text, i)
         if z:
@@ -119,33 +124,45 @@ def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: boo
         v = _ASCII_VALUE.match(text, i)
         if not v:
             return None
-        value, start = v.group(), v.start()
-        stripped = value.rstrip(_TRAIL)  # the sentence's punctuation, not the value's
-        end = start + len(stripped)
-        value = stripped
-    if len(value) < min_len or value.lower() in _DESCRIPTORS or value.startswith(MARKER):
+        value, start, end = _trimmed(v.group(), v.start())
+    if len(value) < min_len or not _plausible(value):
         return None
-    if token:
-        if len(value) < 12 and not (len(value) >= 8 and re.search(r"\d", value) and re.search(r"[A-Za-z]", value)):
-            return None
-        if not re.fullmatch(r"[A-Za-z0-9_\-./+=:~]+", value) or not re.search(r"[\d_\-]|[a-z][A-Z]", value):
+    if token:  # a token has digits; a bare identifier ("squareAccessToken") is a variable's name
+        if len(value) < 8 or not re.search(r"\d", value) or not re.fullmatch(r"[A-Za-z0-9_\-./+=:~]+", value) \
+                or re.search(r"=[^=]", value):  # "UPLOAD_MAX_FILESIZE=10M" is the next setting, not a value
             return None
         return (start, end)
-    if not connected and not _looks_secret(value):
-        return None
-    if connected and re.fullmatch(r"[a-z]+", value) and len(value) < 4:
+    if re.fullmatch(r"[A-Za-z]+", value):
+        # one plain word is a password only when said to be one ("my password is tiger", "pwd=secret"),
+        # not after a colon ("pwd: Shows the directory"), "has been …" or a qualifier ("… of the employee is")
+        if not (connector in ("is", "=", "是", "为") and not filler and len(value) >= 4):
+            return None
+        return (start, end)
+    if not _looks_secret(value):
         return None
     return (start, end)
 
 
+def _trimmed(value: str, start: int) -> tuple[str, int, int]:
+    """A bare value without the sentence's punctuation after it and Markdown emphasis around it."""
+    lead = len(value) - len(value.lstrip("*`"))
+    stripped = value.rstrip(_TRAIL)
+    return stripped[lead:], start + lead, start + len(stripped)
+
+
+def _plausible(value: str) -> bool:
+    """Not a word that describes a password, a placeholder, a keyword again, or a piece of code."""
+    low = value.lower()
+    return not (low in _DESCRIPTORS or low in _KEYWORD_WORDS or value.startswith(MARKER)
+                or _PLACEHOLDER.search(value) or _CODE.match(value))
+
+
 def _looks_secret(value: str) -> bool:
-    """A bare token after a keyword without "is/:" is a secret only if it does not read as a word."""
-    if value.isdigit():  # "CVV 371", "PIN 4821", but not a year ("PW 2024 conference")
+    """A value that does not read as a word: digits ("CVV 371", "PIN 4821", but not a year as in
+    "PW 2024 conference"), or letters and digits together ("hunter2xyz", "Zx9!kLm2")."""
+    if value.isdigit():
         return len(value) >= 3 and not (len(value) == 4 and 1900 <= int(value) <= 2099)
-    if len(value) < 4:
-        return False
-    return bool(re.search(r"\d", value) or re.search(r"[^A-Za-z0-9]", value)
-                or re.search(r"[a-z][A-Z]", value))
+    return len(value) >= 4 and bool(re.search(r"\d", value)) and bool(re.search(r"[^\W\d_]", value))
 
 
 # ---- known formats ------------------------------------------------------------------------
@@ -164,8 +181,8 @@ _SSN = re.compile(r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\b\D{0,12}?(
 _URL_CREDS = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:([^\s@/]+)@")
 _URL_PARAM = re.compile(r"(?i)[?&](?:access_token|api_key|apikey|token|key|password|passwd|pwd|secret|"
                         r"client_secret|sig|signature|auth)=([^&\s#]{6,})")
-_LOGIN = re.compile(r"(?i)(?<![A-Za-z])(?:login|log-in|username|user|account|acct|账号|帐号|用户名|登录名|登录)"
-                    r"\s*(?:is|:|：|=)?\s*[^\s/|:：,，]{2,40}?\s*(?:/|\||:|：)\s*([^\s,，。；;]{4,})")
+_LOGIN = re.compile(r"(?i)(?<![A-Za-z0-9])(?:(?:login|log-in|username|user|account|acct)(?![A-Za-z0-9_-])|账号|帐号|用户名|"
+                    r"登录名)(?:\s*[:：=]\s*|\s+is\s+|\s+|(?<=[^\x00-\x7f]))([A-Za-z0-9_.@-]{2,40})\s*[/|]\s*([^\s,，。；;]{4,})")
 _KEY_BODY = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])")
 _CARD = re.compile(r"(?<![\d+.\-/])[2-6]\d{2,5}(?:([ .-]?)\d{3,6})(?:\1\d{3,6}){1,4}(?![\d\-/]|\.\d)")
 _CARD_KW = re.compile(r"(?i)(?:card(?:\s+(?:number|no\.?|num))?|[\u4e00-\u9fff]{0,3}卡号?)\s*(?:is|:|：|是|为)?\s*"
@@ -239,8 +256,13 @@ def _key_body_spans(text: str) -> list[Finding]:
         word_start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
         if "://" in text[word_start:m.start()] or text[word_start:m.start()].startswith(("www.", "/")):
             continue  # a path of a URL
-        if re.search(r"[a-z]", s) and re.search(r"[A-Z]", s) and re.search(r"\d", s) and \
-                not re.fullmatch(r"[0-9a-fA-F]+", s) and len(set(s)) >= 16:
+        if re.search(r"(?i)(?:sha\d+|md5)[-:]$", text[max(0, m.start() - 7):m.start()]):
+            continue  # a subresource integrity hash, a key's fingerprint
+        upper, lower, digits = (sum(ch.isupper() for ch in s), sum(ch.islower() for ch in s),
+                                sum(ch.isdigit() for ch in s))
+        # random base64 mixes cases and digits throughout; a path or a word-run does not
+        if upper >= len(s) * 0.15 and lower >= len(s) * 0.15 and digits >= 2 and len(set(s)) >= 16 \
+                and not s.startswith("/"):
             out.append(Finding("private key", m.start(), m.end()))
     return out
 
@@ -260,10 +282,11 @@ def find_secrets(text: str) -> list[Finding]:
         found.extend(Finding(kind, m.start(), m.end()) for m in pat.finditer(text))
     for kind, pat in (("US social security number", _SSN), ("password", _URL_CREDS), ("access token", _URL_PARAM)):
         found.extend(Finding(kind, m.start(1), m.end(1)) for m in pat.finditer(text)
-                     if not m.group(1).startswith(MARKER))
+                     if kind.startswith("US") or _plausible(m.group(1)))
     for m in _LOGIN.finditer(text):
-        if _looks_secret(m.group(1)) and not m.group(1).startswith(MARKER) and "://" not in m.group():
-            found.append(Finding("password", m.start(1), m.end(1)))
+        value, start, end = _trimmed(m.group(2), m.start(2))
+        if _looks_secret(value) and _plausible(value) and "://" not in m.group():
+            found.append(Finding("password", start, end))
     found += _card_spans(text) + _id_spans(text) + _key_body_spans(text)
     return _merge(text, found)
 
