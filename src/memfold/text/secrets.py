@@ -332,11 +332,6 @@ _FRAME_ZH = ("密码", "口令", "验证码", "密钥", "秘钥", "令牌", "私
              "帐号", "用户名", "登录", "记住", "记一下", "我的", "是", "号", "为", "码")
 
 
-def _clauses(text: str) -> list[str]:
-    parts = _CLAUSE_SEP.split(text)
-    return parts  # even indexes: clauses; odd: separators
-
-
 def screen(text: str) -> Screened:
     """Redact ``text`` and judge whether anything of substance is left besides the secrets."""
     found = find_secrets(text)
@@ -345,7 +340,7 @@ def screen(text: str) -> Screened:
         red = red[:f.start] + MARKER + red[f.end:]
     if MARKER not in red:
         return Screened(red, (), False, red)
-    parts = _clauses(red)
+    parts = _CLAUSE_SEP.split(red)  # even indexes: clauses; odd: the separators between them
     kept: list[str] = []
     for n in range(0, len(parts), 2):
         clause = parts[n]
@@ -362,14 +357,10 @@ def screen(text: str) -> Screened:
 
 
 def _substantive(text: str) -> bool:
-    if not text.strip():
-        return False
-    words = [t for t in terms(text) if t not in _FRAME]
-    if not words:
-        return False
+    """Whether ``text`` says something besides the words that frame a secret."""
     for frame in _FRAME_ZH:
         text = text.replace(frame, " ")
-    return bool([t for t in terms(text) if t not in _FRAME])
+    return any(t not in _FRAME for t in terms(text))
 
 
 # ---- structured values --------------------------------------------------------------------
@@ -404,12 +395,9 @@ def find_secret_in_data(value: Any, path: str) -> tuple[str, str] | None:
         return None
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            got = find_secret_in_data(v, f"{path}[{i}]") if isinstance(v, (dict, list, tuple)) else None
-            kind = _pair_secret(None, v) if not isinstance(v, (dict, list, tuple)) else None
+            got = find_secret_in_data(v, f"{path}[{i}]")
             if got:
                 return got
-            if kind:
-                return f"{path}[{i}]", kind
         return None
     kind = _pair_secret(None, value)
     return (path, kind) if kind else None
