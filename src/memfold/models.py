@@ -192,6 +192,7 @@ class AddResult:
     refused: tuple[str, ...] = ()  # reasons, one per refused piece of input (secrets)
     warnings: tuple[str, ...] = ()  # what went wrong but lost nothing (an LLM failure: content kept as a note)
     forgotten: tuple[MemoryRecord, ...] = ()  # memories deleted because the input asked to forget them
+    redacted: tuple[str, ...] = ()  # pieces of input stored with their secrets replaced by "[redacted]"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,4 +202,5 @@ class AddResult:
             "refused": list(self.refused),
             "warnings": list(self.warnings),
             "forgotten": [r.to_dict() for r in self.forgotten],
+            "redacted": list(self.redacted),
         }

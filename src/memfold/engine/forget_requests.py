@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..index.base import Index
 from ..models import MemoryRecord, Message
 from ..text.forget import find_request
+from ..text.secrets import redact
 from .purge import purge
 from .store import UserStore
 
@@ -71,7 +72,7 @@ def apply(store: UserStore, user_id: str, requests: Sequence[tuple[int, str | No
             detail = {"request": "forget this", "by": "conversation"}
         elif find is not None:
             targets = [r for r in find(query, user_id) if turn_of.get(r.id, -1) <= i]
-            detail = {"query": query, "by": "conversation"}
+            detail = {"query": redact(query), "by": "conversation"}
         else:
             continue
         for r in targets:
@@ -80,6 +81,6 @@ def apply(store: UserStore, user_id: str, requests: Sequence[tuple[int, str | No
             seen.add(r.id)
             store.rewrite(r, None, "forget", detail)
             gone.append(r)
-        log.info("forget request of %s: %d memories deleted", user_id, len(targets))
+        log.info("forget request %r of %s: %d memories deleted", redact(query or "this"), user_id, len(targets))
     purge(store, gone)  # deleted means deleted: history words, older versions, backups, snapshot
     return gone

@@ -9,7 +9,6 @@ source text as a note. Everything sent is passed through ``redact`` first."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from ..errors import ProviderError
 from ..models import MemoryType
 from ..text.extraction import Extracted
 from ..text.memory_markdown import clean_content
-from ..text.secrets import find_secret, redact
+from ..text.secrets import redact, redact_data, screen
 from .llm_calls import LLMCalls, parse_json_answer
 
 log = logging.getLogger("memfold")
@@ -118,11 +117,11 @@ def validate(payload: Any) -> tuple[list[Extracted], list[str]]:
             raise InvalidAnswer(f"memory {n}: importance_score must be a number, got {importance!r}") from None
         if not 0.0 <= importance <= 1.0:
             raise InvalidAnswer(f"memory {n}: importance_score {importance} is not between 0 and 1")
-        kind = find_secret(content) or find_secret(json.dumps(data, ensure_ascii=False))
-        if kind:
-            refused.append(f"an extracted memory contained a {kind}; not stored")
+        screened = screen(content)  # the model saw redacted text; a secret here is guarded all the same
+        if screened.mostly_secret:
+            refused.append(f"an extracted memory contained a {screened.kinds[0]}; not stored")
             continue
-        out.append(Extracted(MemoryType.parse(raw_type), content, importance, data))
+        out.append(Extracted(MemoryType.parse(raw_type), screened.text, importance, redact_data(data)))
     return out, refused
 
 
@@ -140,12 +139,12 @@ def extract(calls: LLMCalls, source: str, *, language: str, today: str) -> Extra
         try:
             result = calls.complete(messages, purpose="extract", json_schema=EXTRACT_SCHEMA)
         except ProviderError as exc:
-            log.warning("LLM extraction failed: %s", exc)
-            return Extraction(error=f"LLM extraction failed: {exc}", language=lang, calls=attempt)
+            log.warning("LLM extraction failed: %s", redact(str(exc)))
+            return Extraction(error=f"LLM extraction failed: {redact(str(exc))}", language=lang, calls=attempt)
         try:
             memories, refused = validate(parse_json_answer(result.text))
         except ValueError as exc:
-            error = str(exc)
+            error = redact(str(exc))  # the message may quote the answer
             calls.failed()
             log.warning("LLM extraction answer %d/2 is invalid: %s", attempt, error)
             messages = messages[:2] + [

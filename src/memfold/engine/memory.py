@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings, load_settings
-from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError, SecretRefusedError
+from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
@@ -20,11 +20,12 @@ from ..providers.chat import ChatModel, make_chat_model
 from ..providers.embedder import Embedder, make_embedder
 from ..text import extraction
 from ..text.memory_markdown import clean_content
-from ..text.secrets import find_secret
+from ..text.secrets import redact
 from ..text.terms import terms
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
 from . import guard
 from . import records as rec
+from .guard import check_fields, screen_text
 from .pin import PinList, PinStore
 from .purge import purge, remove
 from .read import Retriever
@@ -140,9 +141,7 @@ class Memory:
         check_length("the note", content, MAX_CONTENT_CHARS)
         if when is not None and not isinstance(when, datetime):
             raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
-        kind = find_secret(content)
-        if kind:
-            raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+        content = screen_text(content).text  # secrets redacted; mostly a secret: refused
         now = when or utcnow()
         r = MemoryRecord(id=rec.new_id(), user_id=user_id, memory_type=MemoryType.NOTE, content=content,
                          created_at=now, updated_at=now, file=daily_file(now))
@@ -157,6 +156,7 @@ class Memory:
         importance = guard.optional_number(importance, "importance")
         memory_type = guard.memory_type(memory_type)
         structured_data = guard.structured_data(structured_data)
+        check_fields(structured_data=structured_data)
         content = guard.optional_text(content, "content")
         self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
         old = self.get(memory_id, user_id)
@@ -166,9 +166,7 @@ class Memory:
             if not text:
                 raise InvalidInputError("new content is empty; use delete() to remove a memory")
             check_length("the new content", text, MAX_CONTENT_CHARS)
-            kind = find_secret(text)
-            if kind:
-                raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+            text = screen_text(text, "the new content").text
             new = new.with_(content=text)
             if structured_data is None and old.structured_data == extraction.classify(old.content)[1]:
                 # the old structure was read from the old words by the rules: read it from the new ones
@@ -419,9 +417,7 @@ class Memory:
             raise InvalidInputError(f"rows must be a list of exported records, got {type(rows).__name__}")
         batches: dict[str, dict[str, MemoryRecord]] = {}
         for n, d in enumerate(rows, 1):
-            r = guard.record_row(d, f"record {n}")
-            if find_secret(r.content):
-                raise SecretRefusedError(f"record {n} ({r.id}) contains a secret; nothing was imported")
+            r = _guarded(guard.record_row(d, f"record {n}"), n)
             batches.setdefault(r.user_id, {})[r.id] = r  # the same id twice in a namespace: the last row wins
         owner: dict[str, str] = {}
         out: dict[str, list[MemoryRecord]] = {}
@@ -456,3 +452,13 @@ def _tidy(space: UserSpace, policy: Policy) -> None:
         space.lock.__exit__(None, None, None)
     if n:
         log.info("removed %d unfinished temp file(s) of %s", n, space.user_id)
+
+
+def _guarded(r: MemoryRecord, n: int) -> MemoryRecord:
+    """An imported record with the secrets of its text redacted; SecretRefusedError (nothing is
+    imported) when its content is mostly a secret or another field holds one."""
+    what = f"record {n} ({r.id})"
+    check_fields(what, id=r.id, structured_data=r.structured_data, source_ids=r.source_ids or None,
+                 agent_id=r.agent_id, source_session_id=r.source_session_id, superseded_by=r.superseded_by)
+    content = screen_text(r.content, f"the content of {what}").text if r.content else r.content
+    return r.with_(content=content, context=redact(r.context) if r.context else r.context)

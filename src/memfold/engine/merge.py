@@ -72,7 +72,7 @@ def parse_decision(text: str) -> tuple[str, str, str]:
     if action not in ACTIONS:
         raise ValueError(f"action {data.get('action')!r} is not one of {', '.join(ACTIONS)}")
     reason = data.get("reason")
-    reason = reason.strip() if isinstance(reason, str) else ""
+    reason = redact(reason.strip()) if isinstance(reason, str) else ""  # kept in the history
     merged = data.get("merged_content")
     merged = clean_content(merged) if isinstance(merged, str) else ""
     if action == "merge":
@@ -103,8 +103,9 @@ def decide(calls: LLMCalls, old: MemoryRecord, new: MemoryRecord, language: str)
         action, reason, merged = parse_decision(result.text)
     except ValueError as exc:
         calls.failed()
-        log.warning("LLM merge decision for %s is unusable (%s); both memories are kept", old.id, exc)
-        return keep_both(f"LLM merge answer unusable: {exc}", old)
+        problem = redact(str(exc))  # it may quote the answer
+        log.warning("LLM merge decision for %s is unusable (%s); both memories are kept", old.id, problem)
+        return keep_both(f"LLM merge answer unusable: {problem}", old)
     return MergeDecision(action, "llm", reason, merged, old.id, old.content)
 
 

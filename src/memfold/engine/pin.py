@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..index.base import Index
+from ..text.secrets import redact
 
 log = logging.getLogger("memfold")
 STATE_KIND = "agent"
@@ -75,7 +76,7 @@ class PinStore:
         """Pin each non-empty content in order and persist the list."""
         with self._lock:
             pins = self.get(user_id, agent_id)
-            changed = [pins.add(c) for c in contents]
+            changed = [pins.add(redact(c) if isinstance(c, str) else c) for c in contents]  # persisted: no secret
             if any(changed):
                 self._index.put_state(user_id, STATE_KIND, agent_id, pins.to_state())
             return pins

@@ -20,9 +20,11 @@ from ..limits import MAX_MESSAGE_CHARS, check_length
 from ..models import utcnow
 from ..policy import Policy
 from ..providers.chat import ChatModel
+from ..text.secrets import redact
 from ..text.tokens import count_many, count_tokens
 from . import guard
 from .context import MESSAGE_OVERHEAD, BuiltContext, ContextBuilder, reserve_tokens
+from .guard import check_fields
 from .pin import PinList
 from .summarizer import SessionSummarizer, summary_budget
 
@@ -80,7 +82,15 @@ class _State:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "_State":
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
+        state = cls(**{k: v for k, v in d.items() if k in known})
+        # a state saved before messages were redacted is cleaned as it is read (and saved so next time)
+        for m in state.messages:
+            clean = redact(m.get("content", ""))
+            if clean != m.get("content", ""):
+                m["content"] = clean
+                m.pop("tokens", None)
+        state.summary = redact(state.summary)
+        return state
 
 
 class Session:
@@ -91,6 +101,7 @@ class Session:
                  on_notice: Callable[[str], None] | None = None):
         if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
             raise InvalidInputError(f"invalid session id {session_id!r}: use 1-200 characters")
+        check_fields(session_id=session_id, agent_id=agent_id)
         self.memory = memory
         self.session_id = session_id
         self.user_id = user_id
@@ -165,6 +176,7 @@ class Session:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         content = guard.text(content, "content")
         check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts")
+        content = redact(content)  # kept in the session state and sent to the summary LLM: never a secret
         with self._lock:
             self._reload()
             self._state.messages.append({"role": role, "content": content, "at": utcnow().isoformat()})

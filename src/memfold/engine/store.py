@@ -17,6 +17,7 @@ from ..providers.embedder import Embedder
 from ..text import memory_markdown as md
 from ..workspace.userspace import UserSpace, daily_date, daily_rel
 from . import records as rec
+from .guard import redact_record
 
 log = logging.getLogger("memfold")
 
@@ -93,7 +94,8 @@ class UserStore:
         entries = md.parse(text)
         seen: set[str] = set()
         stamped = False
-        new_lines: dict[int, tuple[md.Entry, str]] = {}
+        new_lines: dict[int, tuple[md.Entry, str, MemoryRecord]] = {}
+        redacted: dict[str, list[str]] = {}  # id -> kinds of the secrets redacted in its line
         to_embed: list[MemoryRecord] = []
         history: list[HistoryEntry] = []
         fallback = daily_date(rel)
@@ -108,9 +110,14 @@ class UserStore:
                 eid = rec.new_id()
                 stamped = True
             seen.add(eid)
-            r = rec.record_from_entry(e, eid, self.user_id, rel, fallback)
-            if e.id != eid:
-                new_lines[e.start] = (e, eid)
+            r, kinds = redact_record(rec.record_from_entry(e, eid, self.user_id, rel, fallback))
+            if e.id != eid or kinds:  # a new line gets its id; a line with a secret is rewritten redacted
+                new_lines[e.start] = (e, eid, r)
+                stamped = True
+            if kinds:
+                redacted[eid] = list(kinds)
+                log.warning("a hand-edited line of %s (user %s) held a secret (%s): rewritten with [redacted]",
+                            rel, self.user_id, ", ".join(kinds))
             h = rec.content_hash(r)
             if known.get(eid) == h:
                 continue
@@ -120,16 +127,15 @@ class UserStore:
                     r = r.with_(access_count=old[0].access_count, last_accessed_at=old[0].last_accessed_at,
                                 created_at=old[0].created_at, updated_at=utcnow())
                     history.append(HistoryEntry(eid, self.user_id, "edit", utcnow(), old[0].content, r.content,
-                                                {"file": rel, "by": "hand"}))
+                                                _with_redacted({"file": rel, "by": "hand"}, redacted.get(eid))))
             else:
                 history.append(HistoryEntry(eid, self.user_id, "add", utcnow(), None, r.content,
-                                            {"file": rel, "by": "file"}))
+                                            _with_redacted({"file": rel, "by": "file"}, redacted.get(eid))))
             to_embed.append(r)
         if stamped:
             lines = text.split("\n")
             for start in sorted(new_lines, reverse=True):
-                e, eid = new_lines[start]
-                r = rec.record_from_entry(e, eid, self.user_id, rel, fallback)
+                e, eid, r = new_lines[start]
                 day = e.date or (fallback.isoformat() if fallback else r.created_at.date().isoformat())
                 meta = rec.meta_of(r, e.section if rel != FILE_LEARNINGS else "skills")
                 lines[e.start: e.end] = md.render(eid, day, r.content, meta, self.space.language)
@@ -265,6 +271,10 @@ def _transaction(index: Index) -> AbstractContextManager[Any]:
     """One index transaction around several writes when the backend offers it."""
     tx = getattr(index, "transaction", None)
     return tx() if callable(tx) else nullcontext()
+
+
+def _with_redacted(detail: dict, kinds: list[str] | None) -> dict:
+    return dict(detail, redacted=kinds) if kinds else detail
 
 
 def daily_file(day: datetime | None = None) -> str:

@@ -18,6 +18,7 @@ from ..errors import ProviderError
 from ..models import MemoryType
 from ..providers.chat import ChatModel
 from ..text import extraction
+from ..text.secrets import redact
 from ..text.tokens import count_many, count_tokens, truncate_tokens
 
 log = logging.getLogger("memfold")
@@ -42,7 +43,7 @@ def summary_budget(context_window: int) -> int:
 def dialogue(messages: Sequence[dict[str, Any]], language: str) -> str:
     labels = ROLE_LABELS.get(language, ROLE_LABELS["en"])
     colon = "：" if language == "zh" else ": "
-    return "\n".join(f"{labels.get(m['role'], m['role'])}{colon}{m['content'].strip()}" for m in messages
+    return "\n".join(f"{labels.get(m['role'], m['role'])}{colon}{redact(m['content'].strip())}" for m in messages
                      if m.get("content", "").strip())
 
 
@@ -96,7 +97,7 @@ class SessionSummarizer:
                                     new_dialogue_content=dialogue(chunk, self.language))
             result = self.chat.complete([{"role": "user", "content": prompt}], temperature=0.2)  # type: ignore[union-attr]
             calls += 1
-            text = _clean_llm(result.text)
+            text = redact(_clean_llm(result.text))  # the summary is stored: never a secret
             if not text:
                 raise ProviderError("the LLM returned an empty summary")
             summary = self.fit(text)

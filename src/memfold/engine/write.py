@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidInputError, SecretRefusedError
+from ..errors import InvalidInputError
 from ..limits import MAX_CONTENT_CHARS, check_length
 from ..models import EPISODIC, AddResult, HistoryEntry, MemoryRecord, MemoryType, Message, utcnow
 from ..policy import Policy
 from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.forget import find_request
-from ..text.secrets import find_secret
+from ..text.secrets import screen
 from . import forget_requests, guard, merge
 from . import records as rec
+from .guard import check_fields, redacted_note, screen_text
 from .llm_calls import LLMCalls
 from .llm_extract import SourceTurns
 from .llm_write import Decisions, LLMWriteSteps, note_records
@@ -94,9 +95,12 @@ class WritePath:
         if importance is not None and not (0.0 <= float(importance) <= 1.0):
             raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
         mtype = MemoryType.parse(memory_type) if memory_type is not None else None
+        check_fields(structured_data=structured_data, source_ids=source_ids or None, agent_id=agent_id,
+                     session_id=session_id)
         now = utcnow()
         skipped: list[str] = []
         refused: list[str] = []
+        redacted: list[str] = []
         cands: list[Candidate] = []
         warnings: list[str] = []
         forgets: list[tuple[int, str | None]] = []  # forget requests: (message index, query | None = last add)
@@ -108,9 +112,10 @@ class WritePath:
             if not text:
                 return AddResult(skipped=("empty content",))
             self._check_size(text)
-            kind = find_secret(text)
-            if kind:
-                raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+            screened = screen_text(text)  # mostly a secret: refused; else the secrets are redacted
+            if screened.redacted:
+                text = screened.text
+                redacted.append(redacted_note("the text", screened))
             req = find_request(text)
             if req is not None:  # "forget that …" / "别记…": nothing of this text is stored
                 skipped.append("the text asks not to remember something; nothing stored")
@@ -137,11 +142,14 @@ class WritePath:
                     skipped.append(f"{label}: {fplan.dropped[i]}")
                     prev = ""
                     continue
-                kind = find_secret(text)
-                if kind:
-                    refused.append(f"{label}: contains a {kind}; not stored")
+                screened = screen(text)
+                if screened.mostly_secret:
+                    refused.append(f"{label}: contains a {screened.kinds[0]}; not stored")
                     prev = ""
                     continue
+                if screened.redacted:
+                    redacted.append(redacted_note(label, screened))
+                text = screened.text
                 self._check_size(text)
                 when = m.timestamp or now
                 src = (m.turn_id,) if m.turn_id else tuple(source_ids)
@@ -155,7 +163,7 @@ class WritePath:
                         {"role": m.role, **({"speaker": m.name} if m.name else {})}, src, agent_id, session_id,
                         file=EPISODIC, context=context), "turn"))
                     if infer and calls is None:  # rules; with an LLM, one extraction call below
-                        for ex in extraction.extract(text):
+                        for ex in extraction.extract(screened.kept):  # the clauses without secrets
                             t = mtype or ex.memory_type
                             cands.append(Candidate(self._record(
                                 user_id, t, ex.content, when, importance if importance is not None else ex.importance,
@@ -180,7 +188,7 @@ class WritePath:
         finally:
             self.llm.finish(store, user_id, calls)
         return AddResult(added=tuple(added), merged=tuple(merged), skipped=tuple(skipped), refused=tuple(refused),
-                         warnings=tuple(warnings), forgotten=tuple(forgotten))
+                         warnings=tuple(warnings), forgotten=tuple(forgotten), redacted=tuple(redacted))
 
     def _llm_candidates(self, user_id: str, calls: LLMCalls, source: SourceTurns, when: datetime,
                         mtype: MemoryType | None, importance: float | None, src: tuple[str, ...],

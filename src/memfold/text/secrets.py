@@ -1,29 +1,200 @@
-"""Secret detection (seed 002 "不应该记的": passwords, keys, tokens, card and ID numbers).
+"""Secret detection and redaction (seed 002 "不应该记的": passwords, keys, tokens, card and ID numbers).
 
-Text that contains a secret is refused as a whole: nothing of it is stored, logged or
-sent to a provider. ``find_secret`` returns the *kind* of secret, never the secret."""
+``find_secrets`` returns the spans of secret *values* (the password, not the word "password");
+``redact`` replaces each with the visible marker ``[redacted]``; ``screen`` also says whether a
+text is mostly a secret (nothing worth keeping once the clauses holding secrets are taken away),
+which the write path refuses as a whole. ``find_secret`` names the kind of the first secret,
+never the secret itself. ``find_secret_in_data`` / ``redact_data`` walk structured values
+(dicts, lists), reading each value together with its key ("password" → "hunter2").
+
+Detection is rule based, for English and Chinese: a keyword ("password", "pw", "passcode",
+"PIN", "密码", "验证码", "api key", "token", "密钥", also spelled out "p a s s w o r d") followed
+by a value; known token formats (``sk-…``, ``ghp_…``, ``AKIA…``, JWTs, PEM private keys and bare
+key bodies); credentials in URLs and login pairs (``admin / admin12345``); card numbers
+(Luhn-checked, any of the separators `` -.``) and Chinese ID numbers (region and birth date
+checked, grouped or not). Order numbers, dates, versions, phone numbers and ISBNs are not
+secrets; ``docs/secrets.md`` reports detection and false-positive counts on the test corpus."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
 
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("password", re.compile(
-        r"(?i)(?:\bpass(?:word|wd|phrase)?\b|\bpwd\b|\bpin\s*(?:code)?\b|密码|口令|登录密码|支付密码)"
-        r"\s*(?:is|was|=|:|：|是|为|改成|改为|设为)?\s*[\"'“”]?\S{3,}")),
-    ("API key", re.compile(r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9_-]{2,}-)?[A-Za-z0-9_-]{16,}\b")),
-    ("API key", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
-    ("API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b")),
-    ("access token", re.compile(r"\b(?:ghp|gho|ghu|ghs|github_pat|xox[abpors]|glpat)[-_][A-Za-z0-9_-]{16,}")),
-    ("access token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}")),
-    ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    ("access token", re.compile(
-        r"(?i)(?:\b(?:api[_ -]?key|secret(?:[_ -]?key)?|access[_ -]?token|auth[_ -]?token|bearer|token)\b|密钥|令牌|秘钥)"
-        r"\s*(?:is|=|:|：|是|为)?\s*[\"'“”]?[A-Za-z0-9_\-./+=]{12,}")),
-    ("Chinese ID number", re.compile(r"(?<!\d)\d{6}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?!\d)")),
-    ("US social security number", re.compile(r"(?i)\b(?:ssn|social security(?: number)?)\b\D{0,12}\d{3}-?\d{2}-?\d{4}\b")),
+from .terms import terms
+
+MARKER = "[redacted]"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Screened:
+    """``text`` with secrets redacted; ``kinds`` of the secrets found; ``mostly_secret`` when
+    nothing of substance is left outside the clauses that held them; ``kept`` is the text
+    without those clauses (what rule-based extraction reads)."""
+
+    text: str
+    kinds: tuple[str, ...] = ()
+    mostly_secret: bool = False
+    kept: str = ""
+
+    @property
+    def redacted(self) -> bool:
+        return bool(self.kinds)
+
+
+# ---- keyword + value ----------------------------------------------------------------------
+def _spread(word: str) -> str:
+    """``word`` with an optional separator between letters ("p a s s w o r d", "pass-word") and
+    common look-alike characters (p@ssw0rd)."""
+    alt = {"a": "[a@4]", "o": "[o0]", "s": "[s$5]", "e": "[e3]", "i": "[i1!]"}
+    return r"[\s._*-]?".join(alt.get(ch, re.escape(ch)) for ch in word)
+
+
+_PASSWORD_WORDS = "|".join(_spread(w) for w in ("password", "passcode", "passphrase", "passwd"))
+_PASSWORD_KW = re.compile(
+    rf"(?i)(?<![A-Za-z0-9])(?:{_PASSWORD_WORDS}|pwd|pw|pin(?:[\s-]?code)?|cvv2?|cvc|security[\s-]code"
+    r"|verification[\s-]code|one[\s-]time[\s-](?:code|password)|otp|access[\s-]code|door[\s-]code"
+    r"|unlock[\s-]code|login[\s-]code)(?![A-Za-z])"
+    r"|密[\s　]?码|口令|验证码|动态码|校验码|安全码|识别码|PIN码|pin码|开锁码|门禁码|解锁码")
+_TOKEN_KW = re.compile(
+    r"(?i)(?<![A-Za-z])(?:api[\s_-]?key|secret(?:[\s_-]?(?:key|token))?|client[\s_-]?secret|access[\s_-]?key"
+    r"|access[\s_-]?token|auth(?:entication|orization)?[\s_-]?token|refresh[\s_-]?token|bearer|token|private[\s_-]?key"
+    r"|app[\s_-]?secret|signing[\s_-]?key)(?![A-Za-z])|密钥|秘钥|令牌|私钥")
+_FILLER = re.compile(
+    r"(?i)\s+(?:for|of|on|to|at|in)\s+(?:(?:the|my|our|your|this|that|his|her|their)\s+)?[\w-]+(?:\s+[\w-]+)?"
+    r"(?=\s*(?:is\b|was\b|=|:|：))")
+_CONNECTOR = re.compile(
+    r"(?i)\s*(?:(?:(?:is|was|are|will be|has been|changed to|set to|now)\b|=|:=|:|：|是|为|改成了?|改为|设为|设置为|换成了?|"
+    r"其实是|就是|->|=>)\s*)+")
+_QUOTED = re.compile(r"[\"'“”‘’「『]([^\"'“”‘’」』\n]{3,80})[\"'“”‘’」』]")
+_ASCII_VALUE = re.compile(r"[\x21-\x7e]+")
+_ZH_DIGITS = re.compile(r"[零〇一二三四五六七八九幺两]{4,}")
+_TRAIL = ".,;:!?)]}>'\"。，；：！？）*`"
+_PLACEHOLDER = re.compile(r"(?i)your|example|placeholder|changeme|xxxx|\*\*\*|<|(?-i:^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$)")
+_CODE = re.compile(r"^(?:[A-Za-z_][\w.]*[(\[]|[{(\[$%@#])")  # "Column(String,", "request.form[", "{(byte)", "$pass"
+_KEYWORD_WORDS = frozenset({"password", "passwd", "pass", "secret", "token", "pin", "pwd", "key", "apikey", "api_key"})
+# words that describe a password rather than being one ("my password is weak", "密码是什么")
+_DESCRIPTORS = frozenset(
+    """weak strong wrong right correct incorrect invalid valid expired required needed missing empty blank
+    same different long short secure insecure safe unsafe easy hard simple complex changed reset updated saved
+    stored forgotten lost locked unlocked new old sent shared visible hidden encrypted hashed case-sensitive
+    mandatory optional ok okay fine good bad great terrible too very really quite not no never still also
+    already just only the a an my your our his her their its this that these those what which who where when
+    how why here there in on at for of to by with from about into over under and or but if then so as it
+    something anything nothing everything somewhere printed written below above attached included enabled
+    disabled""".split())
+
+
+def _value_after(text: str, pos: int, min_len: int, token: bool, zh_keyword: bool) -> tuple[int, int] | None:
+    """The span of the value following a keyword that ends at ``pos``, or None."""
+    i = pos
+    if text[i:i + 1] in ("\"", "'") and re.match(r"\s*[:=]", text[i + 1:i + 4]):
+        i += 1  # a quoted key: {"password": "…"}
+    filler = _FILLER.match(text, i)
+    if filler:
+        i = filler.end()
+    m = _CONNECTOR.match(text, i)
+    connector = m.group().strip().lower() if m else ""
+    if connector:
+        i = m.end()  # type: ignore[union-attr]
+    else:
+        ws = re.compile(r"[\s_-]+" if not zh_keyword else r"[\s_-]*").match(text, i)
+        if not ws or (not ws.group() and not zh_keyword):
+            return None
+        i = ws.end()
+    if text.startswith(MARKER, i):
+        return None
+    q = _QUOTED.match(text, i)
+    if q:  # quoted: the value as written, words and spaces included
+        value, start, end = q.group(1), q.start(1), q.end(1)
+        return (start, end) if len(value) >= min_len and _plausible(value) and (not token or
+                                                                              re.search(r"\d", value)) else None
+    else:
+        z = _ZH_DIGITS.match(text, i)
+        if z:
+            return (z.start(), z.end())
+        v = _ASCII_VALUE.match(text, i)
+        if not v:
+            return None
+        value, start, end = _trimmed(v.group(), v.start())
+    if len(value) < min_len or not _plausible(value):
+        return None
+    if token:  # a token has digits; a bare identifier ("squareAccessToken") is a variable's name
+        if len(value) < 8 or not re.search(r"\d", value) or not re.fullmatch(r"[A-Za-z0-9_\-./+=:~]+", value) \
+                or re.search(r"=[^=]", value):  # "UPLOAD_MAX_FILESIZE=10M" is the next setting, not a value
+            return None
+        return (start, end)
+    if re.fullmatch(r"[A-Za-z]+", value):
+        # one plain word is a password only when said to be one ("my password is tiger", "pwd=secret"),
+        # not after a colon ("pwd: Shows the directory"), "has been …" or a qualifier ("… of the employee is")
+        if not (connector in ("is", "=", "是", "为") and not filler and len(value) >= 4):
+            return None
+        return (start, end)
+    if not _looks_secret(value):
+        return None
+    return (start, end)
+
+
+def _trimmed(value: str, start: int) -> tuple[str, int, int]:
+    """A bare value without the sentence's punctuation after it and Markdown emphasis around it."""
+    lead = len(value) - len(value.lstrip("*`"))
+    stripped = value.rstrip(_TRAIL)
+    return stripped[lead:], start + lead, start + len(stripped)
+
+
+def _plausible(value: str) -> bool:
+    """Not a word that describes a password, a placeholder, a keyword again, or a piece of code."""
+    low = value.lower()
+    return not (low in _DESCRIPTORS or low in _KEYWORD_WORDS or value.startswith(MARKER)
+                or _PLACEHOLDER.search(value) or _CODE.match(value))
+
+
+def _looks_secret(value: str) -> bool:
+    """A value that does not read as a word: digits ("CVV 371", "PIN 4821", but not a year as in
+    "PW 2024 conference"), or letters and digits together ("hunter2xyz", "Zx9!kLm2")."""
+    if value.isdigit():
+        return len(value) >= 3 and not (len(value) == 4 and 1900 <= int(value) <= 2099)
+    return len(value) >= 4 and bool(re.search(r"\d", value)) and bool(re.search(r"[^\W\d_]", value))
+
+
+# ---- known formats ------------------------------------------------------------------------
+_FORMATS: list[tuple[str, re.Pattern[str]]] = [
+    ("private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                               r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)")),
+    ("API key", re.compile(r"(?<![A-Za-z0-9])(?:sk|pk|rk)-(?:[A-Za-z0-9_]{2,}-)*[A-Za-z0-9_-]{16,}")),
+    ("API key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("API key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")),
+    ("API key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{30,}")),
+    ("access token", re.compile(r"(?<![A-Za-z0-9])(?:ghp|gho|ghu|ghs|ghr|github_pat|glpat|xox[abpors]|hf|npm)"
+                                r"[-_][A-Za-z0-9_-]{16,}")),
+    ("access token", re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}")),
 ]
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_SSN = re.compile(r"(?i)\b(?:ssn|social security(?: number| no\.?)?)\b\D{0,12}?(\d{3}[- ]?\d{2}[- ]?\d{4})\b")
+_URL_CREDS = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:([^\s@/]+)@")
+_URL_PARAM = re.compile(r"(?i)[?&](?:access_token|api_key|apikey|token|key|password|passwd|pwd|secret|"
+                        r"client_secret|sig|signature|auth)=([^&\s#]{6,})")
+_LOGIN = re.compile(r"(?i)(?<![A-Za-z0-9])(?:(?:login|log-in|username|user|account|acct)(?![A-Za-z0-9_-])|账号|帐号|用户名|"
+                    r"登录名)(?:\s*[:：=]\s*|\s+is\s+|\s+|(?<=[^\x00-\x7f]))([A-Za-z0-9_.@-]{2,40})\s*[/|]\s*([^\s,，。；;]{4,})")
+_KEY_BODY = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])")
+_CARD = re.compile(r"(?<![\d+.\-/])[2-6]\d{2,5}(?:([ .-]?)\d{3,6})(?:\1\d{3,6}){1,4}(?![\d\-/]|\.\d)")
+_CARD_KW = re.compile(r"(?i)(?:card(?:\s+(?:number|no\.?|num))?|[\u4e00-\u9fff]{0,3}卡号?)\s*(?:is|:|：|是|为)?\s*"
+                      r"((?:\d[ .-]?){11,18}\d)(?!\d)")
+_ZH_ID = re.compile(r"(?<![\dA-Za-z])([1-9]\d{5})([ -]?)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])\2(\d{3}[\dXx])"
+                    r"(?![\dA-Za-z])")
+_PROVINCES = frozenset({11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46,
+                        50, 51, 52, 53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 83, 91})
+_NOT_SECRET_NUMBER = re.compile(r"(?i)(?:order|订单|单号|运单|快递|tracking|invoice|发票|ref(?:erence)?|serial|序列号|"
+                                r"编号|isbn|issn|版本|version|ticket|工单|case|flight|航班|phone|tel|电话|手机|ext)"
+                                r"[^\n]{0,16}$")
+_ID_KW = re.compile(r"(?i)(?:身份证|证件|id\b|identity|card|卡)[^\n]{0,16}$")
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -39,25 +210,210 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def find_secret(text: str) -> str | None:
-    """The kind of the first secret found in ``text`` ('password', 'API key', …) or None."""
-    for kind, pattern in _PATTERNS:
-        if pattern.search(text):
-            return kind
+def _numbers_context_veto(text: str, start: int) -> bool:
+    """A number named as an order / tracking / phone number just before it is not a secret
+    (unless a card or ID word is nearer)."""
+    before = text[max(0, start - 24):start]
+    veto = _NOT_SECRET_NUMBER.search(before)
+    if not veto:
+        return False
+    ident = _ID_KW.search(before)
+    return not (ident and ident.start() > veto.start())
+
+
+def _card_spans(text: str) -> list[Finding]:
+    out: list[Finding] = []
     for m in _CARD.finditer(text):
         digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
-            return "card number"
-    return None
+        if 13 <= len(digits) <= 19 and _luhn_ok(digits) and not _numbers_context_veto(text, m.start()):
+            out.append(Finding("card number", m.start(), m.end()))
+    for m in _CARD_KW.finditer(text):
+        digits = re.sub(r"\D", "", m.group(1))
+        if 12 <= len(digits) <= 19:
+            out.append(Finding("card number", m.start(1), m.end(1)))
+    return out
+
+
+def _id_spans(text: str) -> list[Finding]:
+    out: list[Finding] = []
+    for m in _ZH_ID.finditer(text):
+        if int(m.group(1)[:2]) not in _PROVINCES:
+            continue
+        try:
+            date(int(m.group(3)), int(m.group(4)), int(m.group(5)))
+        except ValueError:
+            continue
+        if _numbers_context_veto(text, m.start()):
+            continue
+        out.append(Finding("Chinese ID number", m.start(), m.end()))
+    return out
+
+
+def _key_body_spans(text: str) -> list[Finding]:
+    out: list[Finding] = []
+    for m in _KEY_BODY.finditer(text):
+        s = m.group()
+        word_start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+        if "://" in text[word_start:m.start()] or text[word_start:m.start()].startswith(("www.", "/")):
+            continue  # a path of a URL
+        if re.search(r"(?i)(?:sha\d+|md5)[-:]$", text[max(0, m.start() - 7):m.start()]):
+            continue  # a subresource integrity hash, a key's fingerprint
+        upper, lower, digits = (sum(ch.isupper() for ch in s), sum(ch.islower() for ch in s),
+                                sum(ch.isdigit() for ch in s))
+        # random base64 mixes cases and digits throughout; a path or a word-run does not
+        if upper >= len(s) * 0.15 and lower >= len(s) * 0.15 and digits >= 2 and len(set(s)) >= 16 \
+                and not s.startswith("/"):
+            out.append(Finding("private key", m.start(), m.end()))
+    return out
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """The secrets in ``text``: non-overlapping spans, in order."""
+    if not text:
+        return []
+    found: list[Finding] = []
+    for kind, kw, token in (("password", _PASSWORD_KW, False), ("access token", _TOKEN_KW, True)):
+        for m in kw.finditer(text):
+            zh = not m.group().isascii()
+            span = _value_after(text, m.end(), 3 if not token else 8, token, zh)
+            if span:
+                found.append(Finding(kind, *span))
+    for kind, pat in _FORMATS:
+        found.extend(Finding(kind, m.start(), m.end()) for m in pat.finditer(text))
+    for kind, pat in (("US social security number", _SSN), ("password", _URL_CREDS), ("access token", _URL_PARAM)):
+        found.extend(Finding(kind, m.start(1), m.end(1)) for m in pat.finditer(text)
+                     if kind.startswith("US") or _plausible(m.group(1)))
+    for m in _LOGIN.finditer(text):
+        value, start, end = _trimmed(m.group(2), m.start(2))
+        if _looks_secret(value) and _plausible(value) and "://" not in m.group():
+            found.append(Finding("password", start, end))
+    found += _card_spans(text) + _id_spans(text) + _key_body_spans(text)
+    return _merge(text, found)
+
+
+def _merge(text: str, found: list[Finding]) -> list[Finding]:
+    """Overlapping spans joined; spans separated only by whitespace (a key body over several
+    lines) joined too."""
+    found.sort(key=lambda f: (f.start, -f.end))
+    out: list[Finding] = []
+    for f in found:
+        if out and (f.start <= out[-1].end or (not text[out[-1].end:f.start].strip() and out[-1].kind == f.kind)):
+            last = out[-1]
+            out[-1] = Finding(last.kind, last.start, max(last.end, f.end))
+        else:
+            out.append(f)
+    return out
+
+
+def find_secret(text: str) -> str | None:
+    """The kind of the first secret found in ``text`` ('password', 'API key', …) or None."""
+    found = find_secrets(text)
+    return found[0].kind if found else None
 
 
 def redact(text: str) -> str:
-    """``text`` with every secret replaced by ``[REDACTED <kind>]`` (for text sent to an LLM)."""
-    for kind, pattern in _PATTERNS:
-        text = pattern.sub(f"[REDACTED {kind}]", text)
+    """``text`` with every secret replaced by the visible marker ``[redacted]``."""
+    found = find_secrets(text)
+    for f in reversed(found):
+        text = text[:f.start] + MARKER + text[f.end:]
+    return text
 
-    def card(m: re.Match[str]) -> str:
-        digits = re.sub(r"\D", "", m.group())
-        return "[REDACTED card number]" if 13 <= len(digits) <= 19 and _luhn_ok(digits) else m.group()
 
-    return _CARD.sub(card, text)
+# ---- mostly a secret? ---------------------------------------------------------------------
+_CLAUSE_SEP = re.compile(r"((?<=[.!?;])\s+|[。！？；，、\n]+\s*|,\s+|;\s*|\s+(?:and|but|also|plus|then|btw|by the way)\s+"
+                         r"|还有|而且|并且|但是|另外|然后|顺便说一下|顺便)", re.I)
+# words that only frame a secret: what is left of "my wifi password is [redacted]" says nothing
+_FRAME = frozenset(
+    """password passcode passphrase passwd pwd pw pin code cvv cvc otp secret key token api access login user
+    username account card number no num id ssn social security wifi wi-fi bank door phone laptop email mail
+    credential credentials private bearer auth verification one-time new old current remember note use save
+    store keep here way redact redacted the is""".split())
+_FRAME_ZH = ("密码", "口令", "验证码", "密钥", "秘钥", "令牌", "私钥", "身份证", "号码", "卡号", "银行卡", "信用卡", "账号",
+             "帐号", "用户名", "登录", "记住", "记一下", "我的", "是", "号", "为", "码")
+
+
+def screen(text: str) -> Screened:
+    """Redact ``text`` and judge whether anything of substance is left besides the secrets."""
+    found = find_secrets(text)
+    red = text
+    for f in reversed(found):
+        red = red[:f.start] + MARKER + red[f.end:]
+    if MARKER not in red:
+        return Screened(red, (), False, red)
+    parts = _CLAUSE_SEP.split(red)  # even indexes: clauses; odd: the separators between them
+    kept: list[str] = []
+    for n in range(0, len(parts), 2):
+        clause = parts[n]
+        if MARKER in clause:
+            continue
+        kept.append(clause)
+        if n + 1 < len(parts) and clause.strip():
+            kept.append(parts[n + 1])
+    kept_text = "".join(kept).strip()
+    kept_text = re.sub(r"(?:\s+(?:and|but|also|plus|then)|[,，、;；])\s*$", "", kept_text, flags=re.I).strip()
+    kept_text = re.sub(r"^(?:(?:and|but|also|plus|then)\s+|[,，、;；]\s*)", "", kept_text, flags=re.I).strip()
+    return Screened(red, tuple(dict.fromkeys(f.kind for f in found)) or ("secret",),
+                    not _substantive(kept_text), kept_text)
+
+
+def _substantive(text: str) -> bool:
+    """Whether ``text`` says something besides the words that frame a secret."""
+    for frame in _FRAME_ZH:
+        text = text.replace(frame, " ")
+    return any(t not in _FRAME for t in terms(text))
+
+
+# ---- structured values --------------------------------------------------------------------
+def _pair_secret(key: Any, value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    text = str(value)
+    if not isinstance(key, str):
+        return find_secret(text)
+    # read with its key: "password": "hunter2" is a secret, "order": "4532 0151 1283 0366" is not
+    return find_secret(f"{key.replace('_', ' ')} is {text}") or find_secret(f"{key}: {text}")
+
+
+def find_secret_in_data(value: Any, path: str) -> tuple[str, str] | None:
+    """(where, kind) of the first secret in a structured value: a dict's keys, its values read
+    with their keys ("password": "hunter2"), lists, nested. ``path`` names the value."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            where = f"{path}[{k!r}]"
+            if isinstance(k, str):
+                kind = find_secret(k)
+                if kind:
+                    return where, kind
+            if isinstance(v, (dict, list, tuple)):
+                got = find_secret_in_data(v, where)
+                if got:
+                    return got
+            else:
+                kind = _pair_secret(k, v)
+                if kind:
+                    return where, kind
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            got = find_secret_in_data(v, f"{path}[{i}]")
+            if got:
+                return got
+        return None
+    kind = _pair_secret(None, value)
+    return (path, kind) if kind else None
+
+
+def redact_data(value: Any, key: Any = None) -> Any:
+    """A copy of a structured value with every secret replaced by ``[redacted]``."""
+    if isinstance(value, dict):
+        return {(redact(k) if isinstance(k, str) else k): redact_data(v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_data(v) for v in value]
+    if isinstance(value, str):
+        if not _pair_secret(key, value):
+            return value
+        red = redact(value)
+        return red if red != value else MARKER
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and _pair_secret(key, value):
+        return MARKER
+    return value
