@@ -28,6 +28,7 @@ from .pin import PinList, PinStore
 from .read import Retriever
 from .session import STATE_KIND as SESSION_KIND, Session, open_session, stateless_context
 from .store import UserStore, daily_file
+from .user_language import user_language
 from .write import WritePath
 
 log = logging.getLogger("memfold")
@@ -73,6 +74,7 @@ class Memory:
             st = self._stores.get(user_id)
             if st is None:
                 space = self.workspace.user(check_user_id(user_id))
+                space.language = user_language(space.dir, self.settings.language)  # the user's own template's
                 st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
             return st
 
@@ -96,6 +98,10 @@ class Memory:
         st.space.init(language)
         st.sync()
         return st.space.dir
+
+    def language(self, user_id: str = "default") -> str:
+        """The language of the user's MEMORY.md (``en`` | ``zh``): the prompts injected for the user use it."""
+        return self._store(user_id).space.language
 
     def show(self, user_id: str = "default") -> str:
         """The text of MEMORY.md (NotFoundError when the namespace has none)."""
