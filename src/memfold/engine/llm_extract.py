@@ -20,7 +20,7 @@ from ..errors import ProviderError
 from ..models import MemoryType
 from ..text.extraction import Extracted
 from ..text.memory_markdown import clean_content
-from ..text.secrets import find_secret, redact
+from ..text.secrets import a_kind, find_secret, redact
 from .llm_calls import LLMCalls, parse_json_answer
 
 log = logging.getLogger("memfold")
@@ -120,7 +120,7 @@ def validate(payload: Any) -> tuple[list[Extracted], list[str]]:
             raise InvalidAnswer(f"memory {n}: importance_score {importance} is not between 0 and 1")
         kind = find_secret(content) or find_secret(json.dumps(data, ensure_ascii=False))
         if kind:
-            refused.append(f"an extracted memory contained a {kind}; not stored")
+            refused.append(f"an extracted memory contained {a_kind(kind)}; not stored")
             continue
         out.append(Extracted(MemoryType.parse(raw_type), content, importance, data))
     return out, refused

@@ -20,7 +20,7 @@ from ..providers.chat import ChatModel, make_chat_model
 from ..providers.embedder import Embedder, make_embedder
 from ..text import extraction
 from ..text.memory_markdown import clean_content
-from ..text.secrets import find_secret
+from ..text.secrets import a_kind, find_secret
 from ..text.terms import terms
 from ..workspace.userspace import Workspace, check_user_id
 from . import records as rec
@@ -128,7 +128,7 @@ class Memory:
         check_length("the note", content, MAX_CONTENT_CHARS)
         kind = find_secret(content)
         if kind:
-            raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+            raise SecretRefusedError(f"refused: the text contains {a_kind(kind)}; secrets are never stored")
         now = when or utcnow()
         r = MemoryRecord(id=rec.new_id(), user_id=user_id, memory_type=MemoryType.NOTE, content=content,
                          created_at=now, updated_at=now, file=daily_file(now))
@@ -149,7 +149,7 @@ class Memory:
             check_length("the new content", text, MAX_CONTENT_CHARS)
             kind = find_secret(text)
             if kind:
-                raise SecretRefusedError(f"refused: the text contains a {kind}; secrets are never stored")
+                raise SecretRefusedError(f"refused: the text contains {a_kind(kind)}; secrets are never stored")
             new = new.with_(content=text)
             if structured_data is None and old.structured_data == extraction.classify(old.content)[1]:
                 # the old structure was read from the old words by the rules: read it from the new ones
