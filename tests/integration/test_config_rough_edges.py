@@ -85,3 +85,12 @@ def test_a_base_url_implies_the_openai_compatible_provider(root: Path, monkeypat
     assert chat.complete([{"role": "user", "content": "ping"}]).text == "pong"
     monkeypatch.delenv("MEMFOLD_LLM__BASE_URL")
     assert load_settings(root).llm.provider == ""  # a model alone is no endpoint: still no LLM
+
+
+def test_init_with_another_language_keeps_the_existing_file_and_its_language(root: Path, embedder):
+    with Memory(root=root, embedder=embedder) as m:
+        m.init("dan", "en")
+        m.init("dan", "zh")  # the file exists: it is kept, and so is its language
+        assert m.language("dan") == "en" and "## Notes" in m.show("dan")
+        m.add("I will call the plumber tomorrow", "dan")
+        assert "待办" not in m.show("dan")

@@ -93,9 +93,8 @@ class Memory:
         if language not in (None, "en", "zh"):
             raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
         st = self._store(user_id)
-        if language:
-            st.space.language = language
         st.space.init(language)
+        st.space.language = user_language(st.space.dir, language or st.space.language)  # an existing file's wins
         st.sync()
         return st.space.dir
 
