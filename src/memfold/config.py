@@ -58,9 +58,15 @@ class Settings:
     index: IndexSettings = field(default_factory=IndexSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
+    # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
+    memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def base_policy(self) -> Policy:
-        return Policy().merged(self.memory, f"{self.root / 'config.toml'} [memory]")
+        pol = Policy()
+        default = f"{self.root / 'config.toml'} [memory]"
+        for key, value in self.memory.items():  # one key at a time, so an error names the key's own source
+            pol = pol.merged({key: value}, self.memory_sources.get(key, default))
+        return pol
 
 
 SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings}
@@ -97,6 +103,9 @@ def _read_file(root: Path) -> tuple[dict[str, Any], str]:
 def _env_values() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in os.environ.items():
+        if name == "MEMFOLD_LANGUAGE":
+            out["language"] = value
+            continue
         if not name.startswith("MEMFOLD_") or name == "MEMFOLD_HOME" or "__" not in name:
             continue
         section, _, key = name[len("MEMFOLD_"):].lower().partition("__")
@@ -108,12 +117,23 @@ def _env_values() -> dict[str, Any]:
     return out
 
 
-def _section(cls: type, values: Mapping[str, Any], where: str) -> Any:
+def a_or_an(word: str) -> str:
+    """``word`` with its indefinite article: "an int", "a float"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def _env_name(section: str, key: str) -> str:
+    return f"MEMFOLD_{section.upper()}__{key.upper()}"
+
+
+def _section(cls: type, values: Mapping[str, Any], where: str | Mapping[str, str]) -> Any:
+    """``where`` names the source of the values, or of each key (a key absent from the mapping: its "")."""
     known = {f.name: f for f in fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, raw in values.items():
+        src = where if isinstance(where, str) else where.get(key, "")
         if key not in known:
-            raise ConfigError(f"unknown setting {key!r} in {where}; known: {', '.join(known)}")
+            raise ConfigError(f"unknown setting {key!r} in {src}; known: {', '.join(known)}")
         typ = known[key].type
         tname = typ if isinstance(typ, str) else typ.__name__
         try:
@@ -124,7 +144,7 @@ def _section(cls: type, values: Mapping[str, Any], where: str) -> Any:
             else:
                 kwargs[key] = str(raw)
         except (TypeError, ValueError):
-            raise ConfigError(f"setting {key!r} in {where} must be a {tname}, got {raw!r}") from None
+            raise ConfigError(f"setting {key!r} in {src} must be {a_or_an(tname)}, got {raw!r}") from None
     return cls(**kwargs)
 
 
@@ -138,28 +158,50 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
             raise ConfigError(f"unknown section {key!r} in {where}; known: {', '.join(sorted(TOP_KEYS))}")
     env = _env_values()
     merged: dict[str, Any] = {}
+    sources: dict[str, dict[str, str]] = {}  # per section, where each key came from
     for key in TOP_KEYS:
         if key == "language":
             continue
-        block = dict(data.get(key) or {})
         if not isinstance(data.get(key, {}), dict):
             raise ConfigError(f"[{key}] in {where} must be a table")
-        block.update(env.get(key, {}))
-        block.update(overrides.get(key) or {})
-        merged[key] = block
-    language = str(overrides.get("language") or data.get("language") or "en")
+        block: dict[str, Any] = {}
+        src: dict[str, str] = {}
+        for layer, name in ((data.get(key) or {}, lambda k: f"{where} [{key}]"),
+                            (env.get(key, {}), lambda k: f"environment variable {_env_name(key, k)}"),
+                            (overrides.get(key) or {}, lambda k: f"the arguments [{key}]")):
+            for k, v in layer.items():
+                block[k] = v
+                src[k] = name(k)
+        merged[key], sources[key] = block, src
+    language = str(overrides.get("language") or env.get("language") or data.get("language") or "en")
     if language not in ("en", "zh"):
-        raise ConfigError(f"setting 'language' must be 'en' or 'zh', got {language!r}")
+        lang_src = ("arguments" if overrides.get("language") else "environment variable MEMFOLD_LANGUAGE"
+                    if env.get("language") else where)
+        raise ConfigError(f"setting 'language' in {lang_src} must be 'en' or 'zh', got {language!r}")
+    llm = _section(LLMSettings, merged["llm"], sources["llm"])
     settings = Settings(
         root=path,
         language=language,
-        embedder=_section(EmbedderSettings, merged["embedder"], f"{where} [embedder]"),
-        index=_section(IndexSettings, merged["index"], f"{where} [index]"),
-        llm=_section(LLMSettings, merged["llm"], f"{where} [llm]"),
+        embedder=_section(EmbedderSettings, merged["embedder"], sources["embedder"]),
+        index=_section(IndexSettings, merged["index"], sources["index"]),
+        llm=_implied_provider(llm, sources["llm"]),
         memory=merged["memory"],
+        memory_sources=sources["memory"],
     )
     settings.base_policy()  # validate now, with the key's name in the error
     return settings
+
+
+def _implied_provider(llm: LLMSettings, sources: Mapping[str, str]) -> LLMSettings:
+    """An endpoint without a provider means the OpenAI-compatible one (the only kind of endpoint memfold
+    speaks to), rather than silently running without an LLM."""
+    if llm.provider or not llm.base_url.strip():
+        return llm
+    if not llm.model.strip():
+        raise ConfigError(f"[llm] base_url is set (in {sources.get('base_url', 'the settings')}) but no model: "
+                          "set [llm] model (or MEMFOLD_LLM__MODEL) to use that endpoint, or remove base_url "
+                          "to run without an LLM")
+    return replace(llm, provider="openai")
 
 
 def with_root(settings: Settings, root: Path) -> Settings:

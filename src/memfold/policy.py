@@ -106,7 +106,8 @@ def _coerce(key: str, raw: Any, typ: Any, source: str) -> Any:
         if tname == "int" and isinstance(raw, float) and not raw.is_integer():
             raise ValueError
     except (TypeError, ValueError):
-        raise ConfigError(f"policy key {key!r} in {source} must be a {tname}, got {raw!r}") from None
+        article = "an" if tname[:1] in "aeiou" else "a"
+        raise ConfigError(f"policy key {key!r} in {source} must be {article} {tname}, got {raw!r}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"policy key {key!r} in {source} must be finite, got {raw!r}")
     lo, hi = BOUNDS[key]

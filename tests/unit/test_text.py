@@ -64,3 +64,38 @@ def test_extraction_rules_zh_en():
     assert ex.content == "我的咖啡偏好是无糖拿铁，大杯" and ex.importance == 0.8
     assert extract("What do you like?") == []
     assert extract("haha nice") == []
+
+
+def test_extraction_drops_the_pointer_words_of_a_request():
+    cases = {
+        "记住这个：我女儿叫小美": "我女儿叫小美",
+        "请记住这一点：我对花生过敏。": "我对花生过敏",
+        "别忘了这件事，周五开会": "周五开会",
+        "记住：周五交报告": "周五交报告",
+        "别忘了我周五要交报告": "我周五要交报告",
+        "帮我记下以下内容：车停在B2": "车停在B2",
+        "remember this: my dog is Bob": "my dog is Bob",
+        "Remember this, I am allergic to peanuts.": "I am allergic to peanuts",
+        "Please remember that my sister lives in Lisbon": "my sister lives in Lisbon",
+        "remember that, the spare key is under the mat": "the spare key is under the mat",
+        "Don't forget the following: call mom on Sunday": "call mom on Sunday",
+    }
+    for text, content in cases.items():
+        (ex,) = extract(text)
+        assert ex.content == content, (text, ex.content)
+        assert ex.importance == 0.8
+    # a demonstrative that belongs to the memory stays
+    assert extract("记住这个人叫小王")[0].content == "这个人叫小王"
+    assert extract("remember this song is by Queen")[0].content == "this song is by Queen"
+
+
+def test_extraction_reads_what_is_liked_most_and_family_names():
+    (ex,) = extract("我最喜欢的城市是成都")
+    assert ex.memory_type is MemoryType.PREFERENCE and ex.content == "我最喜欢的城市是成都"
+    assert ex.structured_data == {"key": "城市", "polarity": "like", "object": "成都"}
+    assert classify("我最讨厌的天气是下雨天。")[1] == {"key": "天气", "polarity": "dislike", "object": "下雨天"}
+    assert classify("我最爱的水果是芒果")[1]["object"] == "芒果"
+    assert classify("我喜欢喝咖啡")[1] == {"polarity": "like", "object": "喝咖啡"}
+    (ex,) = extract("记住这个：我女儿叫小美")
+    assert ex.memory_type is MemoryType.FACT and ex.structured_data == {"key": "女儿", "value": "小美"}
+    assert classify("我的猫叫咪咪")[1] == {"key": "猫", "value": "咪咪"}

@@ -13,6 +13,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
+from . import render
+from .help_compat import hide_flag_types
+
+hide_flag_types()  # typer >= 0.26 shows "<bool>" for flags in help
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memfold: long-term memory for LLM agents (Markdown files + hybrid retrieval).")
@@ -33,9 +37,19 @@ class State:
         return cls._memory
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"memfold {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(root: Optional[str] = typer.Option(None, "--root", help="Workspace folder (default $MEMFOLD_HOME or ./.memfold)."),
-          verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what the engine does to stderr.")) -> None:
+          verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what the engine does to stderr."),
+          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version of memfold and exit.")) -> None:
     State.root = root
     State._memory = None
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
@@ -63,7 +77,7 @@ def init(lang: str = typer.Option("en", "--lang", help="Template language of MEM
 
 
 @app.command()
-def add(text: str = typer.Argument(..., help="The memory text."),
+def add(text: str = typer.Argument(..., help="The memory text; - reads it from standard input."),
         user: str = typer.Option("default", "--user", "-u", help="Namespace (user id)."),
         type_: Optional[str] = typer.Option(None, "--type", "-t", help="event|preference|fact|pattern|todo|note|skill"),
         importance: Optional[float] = typer.Option(None, "--importance", help="0..1 (default by type)."),
@@ -71,17 +85,23 @@ def add(text: str = typer.Argument(..., help="The memory text."),
         note: bool = typer.Option(False, "--note", help="Append to today's daily note instead of MEMORY.md."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Store one memory (type inferred by rules unless --type is given)."""
+    text = render.text_argument(text)
     m = State.memory()
     if note:
         r = m.add_note(text, user)
         _json(r.to_dict()) if as_json else out.print(f"noted {r.id} in {r.file}")
         return
     res = m.add(text, user, memory_type=type_, importance=importance, agent_id=agent)
+    replaced = render.superseded(m, user, res.added)
     if as_json:
-        _json(res.to_dict())
+        _json({**res.to_dict(), "superseded": [dict(id=old.id, content=old.content, superseded_by=new.id,
+                                                    relation=rel) for new, old, rel in replaced]})
         return
     for r in res.added:
         out.print(f"added {r.id} [{r.memory_type.value}] {r.content}")
+        for new, old, rel in replaced:
+            if new.id == r.id:
+                out.print(render.superseded_line(new, old, rel))
     for r in res.merged:
         out.print(f"already known: {r.id} [{r.memory_type.value}] {r.content}")
     for s in res.skipped:
@@ -95,6 +115,9 @@ def search(query: str = typer.Argument(..., help="What to look for (any language
            type_: Optional[str] = typer.Option(None, "--type", "-t", help="Only this memory type."),
            as_json: bool = typer.Option(False, "--json", help="Print hits as a JSON list.")) -> None:
     """Hybrid search: keyword + vector candidates, rescored by similarity, recency and importance."""
+    if not query.strip():
+        raise InvalidInputError("search needs words to look for; to see every memory use 'memfold list' "
+                                "(or 'memfold show' for MEMORY.md)")
     hits = State.memory().search(query, user, limit=k, memory_type=type_)
     if as_json:
         _json([h.to_dict() for h in hits])
@@ -159,8 +182,11 @@ def list_(user: str = typer.Option("default", "--user", "-u"),
     if as_json:
         _json([r.to_dict() for r in rows])
         return
+    if not rows:
+        what = f"{type_} memories" if type_ else "memories"
+        out.print(f"no {what} for user {user!r}" + ("" if archived else " (--archived includes archived ones)"))
     for r in rows:
-        out.print(f"{r.id} [{r.memory_type.value}] {r.content}")
+        out.print(render.record_line(r))
 
 
 @app.command()
@@ -248,8 +274,8 @@ def stats(user: str = typer.Option("default", "--user", "-u"), as_json: bool = t
     if as_json:
         _json(s)
         return
-    for k, v in s.items():
-        out.print(f"{k}: {v}")
+    for line in render.stats_lines(s):
+        out.print(line)
 
 
 from .llm_cmd import register as _register_llm  # noqa: E402  (doctor: check the embedder and LLM endpoints)
@@ -284,11 +310,9 @@ def export_(file: Optional[Path] = typer.Argument(None, help="Output JSONL file 
 
 
 @app.command("import")
-def import_(file: Path = typer.Argument(..., help="A JSONL file written by 'memfold export'.")) -> None:
+def import_(file: Path = typer.Argument(..., help="A JSONL file written by 'memfold export' (or a JSON array of its records).")) -> None:
     """Import memories exported by 'memfold export' (ids are kept)."""
-    from ..engine.conversations import read_jsonl
-
-    rows = read_jsonl(file)
+    rows = render.read_records(file)
     n = State.memory().import_records(rows)
     out.print(f"imported {n} memories")
 

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import InvalidInputError, SecretRefusedError
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType, utcnow
 from ..text.memory_markdown import clean_content
-from ..text.secrets import Screened, find_secret_in_data, find_secrets, redact, redact_data, screen
+from ..text.secrets import Screened, a_kind, find_secret_in_data, find_secrets, redact, redact_data, screen
 from ..workspace.userspace import check_user_id
 
 MAX_ID_CHARS = 256
@@ -243,7 +243,7 @@ def screen_text(text: str, what: str = "the text") -> Screened:
     """``text`` screened; raises SecretRefusedError when it is mostly a secret."""
     s = screen(text)
     if s.mostly_secret:
-        raise SecretRefusedError(f"refused: {what} contains a {s.kinds[0]} and little else; "
+        raise SecretRefusedError(f"refused: {what} contains {a_kind(s.kinds[0])} and little else; "
                                  "secrets are never stored")
     return s
 
@@ -257,11 +257,11 @@ def check_fields(what: str = "", **fields: Any) -> None:
         got = find_secret_in_data(value, name)
         if got:
             where = f"{what}: {got[0]}" if what else got[0]
-            raise SecretRefusedError(f"refused: {where} contains a {got[1]}; secrets are never stored")
+            raise SecretRefusedError(f"refused: {where} contains {a_kind(got[1])}; secrets are never stored")
 
 
 def redacted_note(label: str, s: Screened) -> str:
-    return f"{label}: {' and '.join(f'a {k}' for k in s.kinds)} redacted"
+    return f"{label}: {' and '.join(a_kind(k) for k in s.kinds)} redacted"
 
 
 def redact_record(r: MemoryRecord) -> tuple[MemoryRecord, tuple[str, ...]]:

@@ -19,7 +19,7 @@ from ..errors import ProviderError
 from ..models import MemoryType
 from ..text.extraction import Extracted
 from ..text.memory_markdown import clean_content
-from ..text.secrets import redact, redact_data, screen
+from ..text.secrets import a_kind, redact, redact_data, screen
 from .llm_calls import LLMCalls, parse_json_answer
 
 log = logging.getLogger("memfold")
@@ -119,7 +119,7 @@ def validate(payload: Any) -> tuple[list[Extracted], list[str]]:
             raise InvalidAnswer(f"memory {n}: importance_score {importance} is not between 0 and 1")
         screened = screen(content)  # the model saw redacted text; a secret here is guarded all the same
         if screened.mostly_secret:
-            refused.append(f"an extracted memory contained a {screened.kinds[0]}; not stored")
+            refused.append(f"an extracted memory contained {a_kind(screened.kinds[0])}; not stored")
             continue
         out.append(Extracted(MemoryType.parse(raw_type), screened.text, importance, redact_data(data)))
     return out, refused

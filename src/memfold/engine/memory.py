@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from .purge import purge, remove
 from .read import Retriever
 from .session import STATE_KIND as SESSION_KIND, Session, open_session, stateless_context
 from .store import UserStore, daily_file
+from .user_language import user_language
 from .write import WritePath
 
 log = logging.getLogger("memfold")
@@ -77,6 +78,7 @@ class Memory:
             if st is not None:
                 return st
             space = self.workspace.user(check_user_id(user_id))
+            space.language = user_language(space.dir, self.settings.language)  # the user's own template's
             st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
             pol = self.policy(user_id)
             space.backup_max_age_days = pol.backup_max_age_days
@@ -98,11 +100,14 @@ class Memory:
         if language not in (None, "en", "zh"):
             raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
         st = self._store(user_id)
-        if language:
-            st.space.language = language
         st.space.init(language)
+        st.space.language = user_language(st.space.dir, language or st.space.language)  # an existing file's wins
         st.sync()
         return st.space.dir
+
+    def language(self, user_id: str = "default") -> str:
+        """The language of the user's MEMORY.md (``en`` | ``zh``): the prompts injected for the user use it."""
+        return self._store(user_id).space.language
 
     def show(self, user_id: str = "default") -> str:
         """The text of MEMORY.md (NotFoundError when the namespace has none)."""

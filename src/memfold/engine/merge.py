@@ -19,7 +19,7 @@ from .. import prompts
 from ..errors import ProviderError
 from ..models import EPISODIC, MemoryRecord
 from ..text.memory_markdown import clean_content
-from ..text.secrets import find_secret, redact
+from ..text.secrets import a_kind, find_secret, redact
 from .llm_calls import LLMCalls, parse_json_answer
 
 log = logging.getLogger("memfold")
@@ -82,7 +82,7 @@ def parse_decision(text: str) -> tuple[str, str, str]:
             raise ValueError(f"merged_content has {len(merged)} characters, more than {MAX_MERGED_CHARS}")
         kind = find_secret(merged)
         if kind:
-            raise ValueError(f"merged_content contains a {kind}")
+            raise ValueError(f"merged_content contains {a_kind(kind)}")
     return action, reason, merged if action == "merge" else ""
 
 

@@ -313,8 +313,8 @@ def session_policy(base: Policy, preset: str | None, overrides: dict[str, Any] |
     return pol.merged(overrides, "session arguments")
 
 
-def _language(memory: "Memory", language: str | None) -> str:
-    lang = language or memory.settings.language
+def _language(memory: "Memory", language: str | None, user_id: str) -> str:
+    lang = language or memory.language(user_id)  # the language the user's MEMORY.md was initialised with
     if lang not in ("en", "zh"):
         raise InvalidInputError(f"language must be 'en' or 'zh', got {lang!r}")
     return lang
@@ -326,7 +326,8 @@ def open_session(memory: "Memory", session_id: str, user_id: str, agent_id: str 
                  on_notice: Callable[[str], None] | None = None) -> Session:
     pol = session_policy(memory.policy(user_id), preset, policy)
     chat = chat_model if chat_model is not None else memory.chat_model
-    return Session(memory, session_id, user_id, agent_id, pol, chat=chat, language=_language(memory, language),
+    return Session(memory, session_id, user_id, agent_id, pol, chat=chat,
+                   language=_language(memory, language, user_id),
                    memory_enabled=memory_enabled, on_notice=on_notice)
 
 
@@ -335,5 +336,5 @@ def stateless_context(memory: "Memory", user_message: str, user_id: str, agent_i
                       language: str | None = None) -> list[dict[str, str]]:
     """``build_context`` without a session: memory, the agent's pins and the message."""
     pins = memory.recent_memories(agent_id or DEFAULT_AGENT, user_id) if memory_enabled else []
-    builder = ContextBuilder(memory, user_id, memory.policy(user_id), _language(memory, language))
+    builder = ContextBuilder(memory, user_id, memory.policy(user_id), _language(memory, language, user_id))
     return builder.build(user_message, pins=pins, memory_enabled=memory_enabled, base_prompt=base_prompt).messages

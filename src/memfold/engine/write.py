@@ -20,7 +20,7 @@ from ..policy import Policy
 from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.forget import find_request
-from ..text.secrets import screen
+from ..text.secrets import a_kind, screen
 from . import forget_requests, guard, merge
 from . import records as rec
 from .guard import check_fields, redacted_note, screen_text
@@ -144,7 +144,7 @@ class WritePath:
                     continue
                 screened = screen(text)
                 if screened.mostly_secret:
-                    refused.append(f"{label}: contains a {screened.kinds[0]}; not stored")
+                    refused.append(f"{label}: contains {a_kind(screened.kinds[0])}; not stored")
                     prev = ""
                     continue
                 if screened.redacted:

@@ -60,8 +60,8 @@ def connect(dsn: str) -> Any:
 
 
 def _v1(dim: int) -> list[str]:
-    ann = (f"CREATE INDEX IF NOT EXISTS user_memories_embedding ON user_memories "
-           f"USING hnsw (embedding vector_cosine_ops) WHERE is_active" if dim <= HNSW_MAX_DIM else "")
+    ann = ("CREATE INDEX IF NOT EXISTS user_memories_embedding ON user_memories "
+           "USING hnsw (embedding vector_cosine_ops) WHERE is_active" if dim <= HNSW_MAX_DIM else "")
     return [s for s in (
         # seed 003 §3.1 columns, plus what the engine keeps: file anchor, context, hashes, terms
         f"""CREATE TABLE IF NOT EXISTS user_memories (

@@ -15,14 +15,23 @@ from ..models import MemoryType
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
 
 _REMEMBER_EN = re.compile(r"^(?:please\s+|pls\s+)?(?:remember|don'?t forget|do not forget|note|keep in mind)"
-                          r"(?:\s+that)?[,:\s]+(.+)$", re.I)
-_REMEMBER_ZH = re.compile(r"^(?:请|请你|帮我)?(?:记住|记一下|记得|别忘了|不要忘了|不要忘记|别忘记)[：:，,\s]*(.+)$")
+                          r"(?:\s+(?:this|that|the following|this one)\s*[,:;\u2014-]|\s+that\b)?[,:\s]+(.+)$", re.I)
+# "记住这个：…" / "别忘了这件事，…": the pointer word before the colon is not part of the memory
+_REMEMBER_ZH = re.compile(r"^(?:请|请你|帮我)?(?:记住|记一下|记住一下|记下|记得|别忘了|不要忘了|不要忘记|别忘记)"
+                          r"(?:(?:这个|这件事|这一点|这点|这些|以下(?:内容)?|下面(?:的|这些)?(?:内容|事)?)\s*[：:，,]"
+                          r"|[：:，,\s])*(.+)$")
 _PREF_EN = re.compile(r"\b(?:I|we)\s+(?:really\s+|do\s+|also\s+|usually\s+|always\s+)*"
                       r"(like|love|prefer|enjoy|adore|hate|dislike|can't stand|don't like|do not like)\s+(.+)", re.I)
 _PREF_ZH = re.compile(r"我(?:们)?(?:很|最|特别|比较|非常|更|一直|也|还是|通常)*(喜欢|爱喝|爱吃|爱|偏好|偏爱|讨厌|不喜欢|不爱|习惯)(.+)")
+# "我最喜欢的城市是成都": what is liked (城市) and the answer (成都), not "的城市是成都"
+_PREF_ZH_BEST = re.compile(r"我(?:们)?(?:最|特别|比较|非常|一直)*(喜欢|爱|偏爱|讨厌|不喜欢)([^，。！？\s的]{0,4})的"
+                           r"([^，。！？\s]{0,12}?)(?:是|为|：|:)(.+)")
 _PREF_ZH2 = re.compile(r"(?:我的)?(.{1,12}?)偏好(?:是|为|：|:)(.+)")
 _ATTR_EN = re.compile(r"\bmy\s+([a-z][a-z' -]{0,40}?)\s+(?:is|are|was)\s+(.+)", re.I)
 _ATTR_ZH = re.compile(r"我的([^，。！？\s]{1,12}?)(?:是|叫|为)(.+)")
+# family and pets are named without 的: "我女儿叫小美"
+_ATTR_ZH_KIN = re.compile(r"我(女儿|儿子|孩子|宝宝|老婆|老公|妻子|丈夫|爸爸|妈妈|爸|妈|哥哥|姐姐|弟弟|妹妹|男朋友|女朋友|"
+                          r"猫|狗)(?:叫|名叫|名字叫|的名字是)(.+)")
 _TODO_EN = re.compile(r"\b(?:I(?:'ll| will| need to| have to| must| should| promise| plan to|'m going to| am going to)"
                       r"|remind me|don'?t let me forget|we(?:'ll| will| need to))\b", re.I)
 _TODO_ZH = re.compile(r"(?:我要|我会|我得|我需要|我打算|我计划|我准备|提醒我|答应|记得要|待办|截止)")
@@ -51,6 +60,11 @@ def sentences(text: str) -> list[str]:
 
 def classify(text: str) -> tuple[MemoryType, dict[str, Any]]:
     """The type a free text most likely is, and what structure the rules could read from it."""
+    m = _PREF_ZH_BEST.search(text)
+    if m:
+        verb, key = m.group(1), (m.group(3) or m.group(2)).strip()
+        data = {"polarity": "dislike" if verb in ("讨厌", "不喜欢") else "like", "object": _trim(m.group(4))}
+        return MemoryType.PREFERENCE, ({"key": key} if key else {}) | data
     for pat, lang in ((_PREF_EN, "en"), (_PREF_ZH, "zh")):
         m = pat.search(text)
         if m:
@@ -67,7 +81,7 @@ def classify(text: str) -> tuple[MemoryType, dict[str, Any]]:
         if when:
             data["when"] = when.group(0)
         return MemoryType.TODO, data
-    for pat in (_ATTR_EN, _ATTR_ZH):
+    for pat in (_ATTR_EN, _ATTR_ZH, _ATTR_ZH_KIN):
         m = pat.search(text)
         if m:
             return MemoryType.FACT, {"key": m.group(1).strip(), "value": _trim(m.group(2))}

@@ -124,6 +124,26 @@ class Entry:
         return DEFAULT_TYPE_OF_SECTION.get(self.section, MemoryType.NOTE)
 
 
+_HEADING_LINE = re.compile(r"^#{1,2} (.+?)\s*$", re.M)
+_TITLE_LANGUAGE = {"# 🧠 记忆": "zh", "# 🧠 memory": "en", "# 📘 经验": "zh", "# 📘 learnings": "en"}
+
+
+def template_language(text: str) -> str | None:
+    """The language ('en' | 'zh') of the template a memory file was made from, read from its title and
+    section headings (the ones it still has after hand edits); None when none of them is left."""
+    votes = {"en": 0, "zh": 0}
+    for m in _HEADING_LINE.finditer(text):
+        line = m.group(0).strip().lower()
+        lang = _TITLE_LANGUAGE.get(line)
+        if lang is None and line.startswith("## "):
+            lang = next((code for code, heads in HEADINGS.items()
+                         if line[3:].strip() in (h.lower() for h in heads.values())), None)
+        if lang:
+            votes[lang] += 1
+    best = max(votes, key=lambda k: votes[k])
+    return best if votes[best] and votes["en"] != votes["zh"] else None
+
+
 def section_key(heading: str) -> str:
     return _HEADING_TO_SECTION.get(heading.strip().lower(), heading.strip())
 

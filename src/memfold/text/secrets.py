@@ -311,6 +311,11 @@ def find_secret(text: str) -> str | None:
     return found[0].kind if found else None
 
 
+def a_kind(kind: str) -> str:
+    """The kind with its article, for messages: "a password", "an API key", "a US social security number"."""
+    return f"{'an' if kind[:1].lower() in 'aeio' else 'a'} {kind}"
+
+
 def redact(text: str) -> str:
     """``text`` with every secret replaced by the visible marker ``[redacted]``."""
     found = find_secrets(text)

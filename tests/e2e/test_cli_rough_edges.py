@@ -1,0 +1,60 @@
+"""Rough edges a new user hit on the command line (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import memfold
+
+from ..conftest import run_cli
+
+
+def _ok(root: Path, *args: str, input: str | None = None) -> str:
+    r = run_cli(root, *args, input=input)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout
+
+
+def test_version_and_help_without_bool_types(root: Path):
+    assert _ok(root, "--version").strip() == f"memfold {memfold.__version__}"
+    for args in (("--help",), ("add", "--help"), ("list", "--help"), ("eval", "locomo", "--help")):
+        page = _ok(root, *args)
+        assert "--help" in page and "<bool>" not in page, page
+    page = _ok(root, "add", "--help")
+    assert "--json" in page and "<float>" in page  # options that take a value keep their type
+
+
+def test_add_list_stats_search_import_read_like_a_cli(root: Path, tmp_path: Path):
+    # add - reads standard input (the text is not stored as "-")
+    out = _ok(root, "add", "-", "--json", input="My sister Anna lives in Lisbon\n")
+    assert json.loads(out)["added"][0]["content"] == "My sister Anna lives in Lisbon"
+    r = run_cli(root, "add", "-", input="x" * 1_000_000)
+    assert r.returncode == 1 and "1,000,000" in r.stderr and "20,000" in r.stderr and "Traceback" not in r.stderr
+    # list of a user without memories says so
+    assert "no memories for user 'nobody'" in _ok(root, "list", "--user", "nobody")
+    # add says which memory the new one replaced; list --archived marks it
+    first = _ok(root, "add", "The team meeting is on Friday at 3pm").split()[1]
+    out = _ok(root, "add", "The team meeting is on Friday at 4pm")
+    assert f"replaced: {first} [event] The team meeting is on Friday at 3pm" in out
+    rows = {line.split()[0]: line for line in _ok(root, "list", "--archived").splitlines()}
+    assert "[archived, superseded by" in rows[first]
+    assert sum("[archived" in line for line in rows.values()) == 1
+    # stats prints lines a person reads, no Python reprs
+    text = _ok(root, "stats")
+    assert "by type: event 1, fact 1" in text or "by type: event 1, note 1" in text, text
+    assert "{" not in text and "'" not in text and "memories: 3 in all: 2 active" in text
+    assert json.loads(_ok(root, "stats", "--json"))["archived"] == 1
+    # an empty query says what a CLI user can do instead
+    r = run_cli(root, "search", "")
+    assert r.returncode == 1 and "memfold list" in r.stderr and "retrieve(None)" not in r.stderr
+    # import takes a JSON array of exported records too; anything else gets a message saying what is expected
+    dump = tmp_path / "dump.jsonl"
+    _ok(root, "export", str(dump))
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps([json.loads(line) for line in dump.read_text().splitlines()], indent=2))
+    assert "imported 3 memories" in _ok(tmp_path / "other", "import", str(array))
+    bad = tmp_path / "bad.json"
+    bad.write_text('[["a", "b"]]\n')
+    r = run_cli(root, "import", str(bad))
+    assert r.returncode == 1 and "written by 'memfold export'" in r.stderr and "list indices" not in r.stderr
