@@ -35,18 +35,24 @@ from ..text import memory_markdown as md
 from .files import ChangedMeanwhile, atomic_swap
 
 _MARKER = re.compile(r"^<!-- memfold-rev (\d+) -->\s*$")
-_MARKER_BYTES = re.compile(rb"\n<!-- memfold-rev \d+ -->\s*\n")
+_MARKER_BYTES = re.compile(rb"\n<!-- memfold-rev \d+ -->[ \t\r]*(\n|$)")
 SETTLE_STEP = 0.02  # seconds between two reads of a file that looks half-written
-SETTLE_QUIET = 0.2  # it counts as complete once unchanged for this long
-SETTLE_MAX = 3.0  # and is taken as it is after this long
+SETTLE_QUIET = 1.0  # it counts as complete once unchanged for this long
+SETTLE_MAX = 5.0  # and is taken as it is after this long
 PUBLISH_TRIES = 8
 KEEP_VERSIONS = 64
 
 
 def split_marker(text: str) -> tuple[str, int | None]:
     """The text without its revision marker lines, and the revision the last one names."""
-    if "<!-- memfold-rev " not in text:
+    at = text.find("<!-- memfold-rev ")
+    if at == -1:
         return text, None
+    if (at == 0 or text[at - 1] == "\n") and text.find("<!-- memfold-rev ", at + 1) == -1:  # one marker line
+        end = text.find("\n", at)
+        m = _MARKER.match(text[at:] if end == -1 else text[at:end])
+        if m:
+            return text[:at] + ("" if end == -1 else text[end + 1:]), int(m.group(1))
     rev = None
     keep = []
     for line in text.split("\n"):
@@ -175,9 +181,9 @@ def merge3(base: dict[str, str], ours: str, theirs: str, lang: str, append_only:
 def read_settled(path: Path, expect_marker: bool) -> tuple[str | None, os.stat_result | None]:
     """The text of ``path`` once no one is in the middle of writing it, and its stat taken
     before the read (so a later change always shows as a different stat). (None, None) when
-    there is no file. Looks half-written: no final line break, or no revision marker in a file
-    memfold has marked; such a file is read again until it is complete or stays the same for
-    ``SETTLE_QUIET`` seconds (at most ``SETTLE_MAX``)."""
+    there is no file. Looks half-written: no revision marker in a file memfold has marked (the
+    marker is its last line), or else no final line break; such a file is read again until it is
+    complete or stays the same for ``SETTLE_QUIET`` seconds (at most ``SETTLE_MAX``)."""
 
     def once() -> tuple[bytes | None, os.stat_result | None]:
         try:
@@ -187,11 +193,12 @@ def read_settled(path: Path, expect_marker: bool) -> tuple[str | None, os.stat_r
             return None, None
 
     def complete(data: bytes) -> bool:
-        return data.endswith(b"\n") and (not expect_marker or bool(_MARKER_BYTES.search(b"\n" + data)))
+        if expect_marker:  # the marker is the last line memfold writes: a cut file has lost it
+            return bool(_MARKER_BYTES.search(b"\n" + data))
+        return data.endswith(b"\n")
 
     data, st = once()
     if data is not None and not complete(data):
-        _dbg("settle", path.name, len(data), data[-60:])
         start = quiet = time.monotonic()
         while time.monotonic() - start < SETTLE_MAX:
             time.sleep(SETTLE_STEP)
@@ -391,14 +398,6 @@ class GuardedFile:
         if base is None:
             base = bullet_hashes(expected) if expected is not None else {}
         return merge3(base, ours, theirs, self.space.language, self.rel.startswith("memory/"))
-
-
-_T0 = time.monotonic()
-def _t(): return round(time.monotonic() - _T0, 3)
-def _dbg(*a):
-    if os.environ.get("HE_DEBUG"):
-        import sys
-        print("DBG", os.getpid(), *a, file=open("/tmp/he-dbg.log", "a"), flush=True)
 
 
 def _same_file(path: Path, st: os.stat_result) -> bool:
