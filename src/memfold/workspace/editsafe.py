@@ -21,6 +21,7 @@ Editors take no lock. Three things can go wrong, and this module handles each:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -90,13 +91,8 @@ class _Bullet:
         return md._entry(self.parts, self.section, self.start, self.end).content
 
 
-_parsed: dict[str, dict[str, _Bullet]] = {}  # the last few texts parsed (each write parses its text twice)
-
-
+@functools.lru_cache(maxsize=6)  # a write parses the same text more than once; callers do not mutate the result
 def _bullets(body: str) -> dict[str, _Bullet]:
-    got = _parsed.get(body)
-    if got is not None:
-        return got
     lines = body.split("\n")
     out: dict[str, _Bullet] = {}
     for section, start, end, parts in md._spans(lines):
@@ -108,9 +104,6 @@ def _bullets(body: str) -> dict[str, _Bullet]:
             n += 1
         key = key if n == 1 else f"{key}#{n}"
         out[key] = _Bullet(key, _hash("\n".join(b.lines)), b.lines, section, parts, start, end)
-    if len(_parsed) >= 6:
-        _parsed.pop(next(iter(_parsed)))
-    _parsed[body] = out
     return out
 
 
@@ -345,12 +338,12 @@ class GuardedFile:
             self.versions.record(text, own=False, accept=True)
             return text, state
         base = self.versions.base_for(split_marker(text)[1])
-        self.versions.record(text, own=False, accept=base is None)
-        if base is None:  # no marker, or one too old to remember: the hand save stands as it is
-            return text, state
-        merged = merge3(base, last, text, self.space.language, self.rel.startswith("memory/"))
-        if merged == split_marker(text)[0]:
-            self.versions.record(text, own=False, accept=True)
+        self.versions.record(text, own=False, accept=False)
+        merged = None if base is None else merge3(base, last, text, self.space.language, self.rel.startswith("memory/"))
+        if merged is None or merged == split_marker(text)[0]:
+            # nothing of memfold's is missing, or no base (no marker, or one too old to remember):
+            # the hand save stands as it is
+            self.versions.hold(text)
             return text, state
         return self.publish(merged, expected=text)
 
