@@ -12,6 +12,7 @@ from pathlib import Path
 
 from memfold import Memory
 from memfold.text import memory_markdown as md
+from memfold.workspace.editsafe import split_marker
 
 WRITER = textwrap.dedent("""
     import random, sys
@@ -65,7 +66,8 @@ def test_killed_writer_never_leaves_a_torn_memory_md(root: Path, embedder):
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
         text = path.read_text()
-        assert text.rstrip().endswith("_Remember what matters, forget what doesn't. Tidy regularly, keep it concise._")
+        assert split_marker(text)[0].rstrip().endswith(
+            "_Remember what matters, forget what doesn't. Tidy regularly, keep it concise._")
         entries = md.parse(text)
         assert all(e.id and e.content.startswith(f"k") for e in entries)
         # reopening reconciles whatever the kill left between file and index

@@ -22,6 +22,7 @@ from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.secrets import redact
 from ..text.terms import terms
+from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
 from . import guard
 from . import records as rec
@@ -110,8 +111,9 @@ class Memory:
         return self._store(user_id).space.language
 
     def show(self, user_id: str = "default") -> str:
-        """The text of MEMORY.md (NotFoundError when the namespace has none)."""
-        return self._store(user_id).space.read(FILE_MEMORY)
+        """The text of MEMORY.md without memfold's revision marker line (NotFoundError when the
+        namespace has none)."""
+        return split_marker(self._store(user_id).space.read(FILE_MEMORY))[0]
 
     # ---- write ---------------------------------------------------------------------------
     def add(self, data: str | Sequence[Any], user_id: str = "default", *, memory_type: str | MemoryType | None = None,

@@ -19,6 +19,7 @@ from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, 
 from ..policy import Policy
 from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
+from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
 from .store import UserStore
 
@@ -139,7 +140,7 @@ class Retriever:
         store = self._store(user_id)
         if not query or not query.strip():
             store.sync(wait=False)
-            full = store.space.read(FILE_MEMORY) if (store.space.dir / FILE_MEMORY).exists() else ""
+            full = split_marker(store.space.read(FILE_MEMORY))[0] if (store.space.dir / FILE_MEMORY).exists() else ""
             return Retrieval(hits=(), recent_notes=tuple(self.recent_notes(user_id, pol.recent_days)), full_text=full)
         hits = self.search(query, user_id, limit=limit, record_access=record_access)
         return Retrieval(hits=tuple(hits), recent_notes=tuple(self.recent_notes(user_id, pol.recent_days)))

@@ -3,18 +3,20 @@ reconciliation of the index with hand edits of the files."""
 
 from __future__ import annotations
 
+import errno
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import NotFoundError, ReadOnlyWorkspaceError
+from ..errors import MemoryIndexError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, IndexItem
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, HistoryEntry, MemoryRecord, MemoryType, utcnow
 from ..providers.embedder import Embedder
 from ..text import memory_markdown as md
+from ..workspace.editsafe import GuardedFile, split_marker
 from ..workspace.userspace import UserSpace, daily_date, daily_rel
 from . import records as rec
 from .guard import redact_record
@@ -33,6 +35,7 @@ class UserStore:
         self.embedder = embedder
         self.backup_keep = backup_keep
         self.user_id = space.user_id
+        self._guards: dict[str, GuardedFile] = {}
 
     # ---- reconciliation ----------------------------------------------------------------
     def sync(self, force: bool = False, *, wait: bool = True) -> int:
@@ -83,14 +86,13 @@ class UserStore:
         return (st.mtime_ns, st.size) if st else None
 
     def _reconcile_file(self, rel: str) -> int:
-        state = self._stat(rel)
+        text, state = self._guard(rel).adopt()  # a hand save from an older copy gets memfold's lines back
         known = self.index.content_hashes(self.user_id, rel)
-        if state is None:
+        if text is None:
             gone = list(known)
             self._delete_rows(gone, "delete", {"reason": f"{rel} was removed"})
             self.index.set_file_state(self.user_id, rel, None)
             return len(gone)
-        text = self.space.read(rel)
         entries = md.parse(text)
         seen: set[str] = set()
         stamped = False
@@ -139,8 +141,7 @@ class UserStore:
                 day = e.date or (fallback.isoformat() if fallback else r.created_at.date().isoformat())
                 meta = rec.meta_of(r, e.section if rel != FILE_LEARNINGS else "skills")
                 lines[e.start: e.end] = md.render(eid, day, r.content, meta, self.space.language)
-            self.space.write(rel, "\n".join(lines), backup=False)
-            state = self._stat(rel)
+            _, state = self._guard(rel).publish("\n".join(lines), expected=text)
         gone = [i for i in known if i not in seen]
         self._delete_rows(gone, "delete", {"file": rel, "by": "hand"})
         self._index_records(to_embed)
@@ -173,63 +174,67 @@ class UserStore:
             by_file.setdefault(r.file, []).append(r)
         with self.space.lock:
             self.sync()
-            written: list[str] = []
+            written: dict[str, tuple[int, int] | None] = {}
             kept: dict[str, Path | None] = {}
             try:
-                self._append_locked(by_file, records, vectors, history, written, kept)
-            except BaseException:
-                # the index refused (a full disk…): take the new lines out of the files again, so that
-                # nothing half-stored stays behind and a retry stores the memory once
-                for rel in written:
-                    try:
-                        self.space.undo(rel, kept[rel])
-                    except OSError as exc:  # the next sync indexes what stayed in the file
-                        log.warning("could not undo the write of %s of %s: %s", rel, self.user_id, exc)
-                raise
-            for old in kept.values():
-                if old is not None:
-                    old.unlink(missing_ok=True)
+                for rel, group in by_file.items():
+                    if rel == EPISODIC:
+                        continue
 
-    def _append_locked(self, by_file: dict[str, list[MemoryRecord]], records: Sequence[MemoryRecord], vectors,  # type: ignore[no-untyped-def]
-                       history: Sequence[HistoryEntry], written: list[str], kept: dict[str, Path | None]) -> None:
-        for rel, group in by_file.items():
-            if rel == EPISODIC:
-                continue
-            text = self.space.read_or_template(rel)
-            if rel.startswith("memory/"):
-                text = text.rstrip("\n") + "\n" + "\n".join(
-                    line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
-            else:
-                sections: dict[str, list[str]] = {}
-                for r in group:
-                    sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
-                        rec.render_record(r, self.space.language))
-                for section, lines in sections.items():
-                    text = md.insert_lines(text, section, lines, self.space.language)
-            kept[rel] = self.space.keep_old(rel)
-            self.space.write(rel, text, backup=False)
-            written.append(rel)
-        if records and vectors is None:
-            vectors = self.embedder.embed([rec.embed_text(r) for r in records])
-        with _transaction(self.index):  # all or nothing where the backend can (SQLite)
-            self._index_records(records, vectors)
-            self.index.append_history(history)
+                    def add_lines(text: str, rel: str = rel, group: list[MemoryRecord] = group) -> str:
+                        if rel.startswith("memory/"):
+                            return text.rstrip("\n") + "\n" + "\n".join(
+                                line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
+                        sections: dict[str, list[str]] = {}
+                        for r in group:
+                            sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
+                                rec.render_record(r, self.space.language))
+                        for section, lines in sections.items():
+                            text = md.insert_lines(text, section, lines, self.space.language)
+                        return text
+
+                    kept[rel] = self.space.keep_old(rel)
+                    written[rel] = self._write_file(rel, add_lines)
+                if records and vectors is None:
+                    vectors = self.embedder.embed([rec.embed_text(r) for r in records])
+                with _transaction(self.index):  # all or nothing where the backend can (SQLite)
+                    self._index_records(records, vectors)
+                    self.index.append_history(history)
+            except BaseException as exc:
+                # the index refused (a full disk…), or the disk filled up during the file write: take the
+                # new lines out of the files again, so that nothing half-stored stays behind and a retry
+                # stores the memory once
+                for rel in kept:
+                    self._undo_write(rel, kept[rel])
+                if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                    raise MemoryIndexError("the disk is full; nothing of this change was stored (the Markdown "
+                                           "files are unchanged). Free some space and try again") from exc
+                raise
+            finally:
+                for old in kept.values():
+                    if old is not None:
+                        old.unlink(missing_ok=True)
             # recorded last: a crash before this line leaves a stale state, so the next sync repairs the index
-            for rel in written:
-                self.index.set_file_state(self.user_id, rel, self._stat(rel))
+            for rel, state in written.items():
+                self.index.set_file_state(self.user_id, rel, state)
 
     def rewrite(self, record: MemoryRecord, new: MemoryRecord | None, action: str, detail: dict) -> None:
         """Replace (``new``) or remove (``new=None``) the line of a file-backed record, with a backup."""
         with self.space.lock:
             self.sync()
+            state = None
             if record.file != EPISODIC:
-                text = self.space.read(record.file)
-                entry = next((e for e in md.parse(text) if e.id == record.id), None)
-                if entry is None:
-                    raise NotFoundError(f"memory {record.id} is not in {record.file}")
-                lines = rec.render_record(new, self.space.language) if new is not None else []
-                text = md.replace_entry(text, entry, lines)
-                self.space.write(record.file, text, backup=True, keep=self.backup_keep)
+                if not self.space.path(record.file).exists():
+                    raise NotFoundError(f"{record.file} does not exist for user {self.user_id!r}")
+
+                def replace(text: str) -> str:
+                    entry = next((e for e in md.parse(text) if e.id == record.id), None)
+                    if entry is None:
+                        raise NotFoundError(f"memory {record.id} is not in {record.file}")
+                    lines = rec.render_record(new, self.space.language) if new is not None else []
+                    return md.replace_entry(text, entry, lines)
+
+                state = self._write_file(record.file, replace, backup=True)
             if new is None:
                 self.index.delete(self.user_id, [record.id])
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
@@ -241,24 +246,74 @@ class UserStore:
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
                                                         new.content, detail)])
             if record.file != EPISODIC:
-                self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
+                self.index.set_file_state(self.user_id, record.file, state)
 
     def archive(self, record: MemoryRecord, superseded_by: str | None, detail: dict) -> MemoryRecord:
         """Take a record out of the file and search, keeping it in the index as inactive (SPEC §4.4)."""
         archived = record.with_(is_active=False, superseded_by=superseded_by, updated_at=utcnow())
         with self.space.lock:
             self.sync()
+            state = None
             if record.file != EPISODIC:
-                text = self.space.read(record.file)
-                entry = next((e for e in md.parse(text) if e.id == record.id), None)
-                if entry is not None:
-                    self.space.write(record.file, md.replace_entry(text, entry, []), backup=True, keep=self.backup_keep)
+
+                def remove(text: str) -> str | None:
+                    entry = next((e for e in md.parse(text) if e.id == record.id), None)
+                    return None if entry is None else md.replace_entry(text, entry, [])
+
+                state = self._write_file(record.file, remove, backup=True)
             self.index.upsert([IndexItem(record=archived)])
             self.index.append_history([HistoryEntry(record.id, self.user_id, "archive", utcnow(), record.content,
                                                     None, dict(detail, superseded_by=superseded_by))])
             if record.file != EPISODIC:
-                self.index.set_file_state(self.user_id, record.file, self._stat(record.file))
+                self.index.set_file_state(self.user_id, record.file, state)
         return archived
+
+    # ---- guarded file writes (hand edits made meanwhile are merged, not overwritten) ----------------
+    def _guard(self, rel: str) -> GuardedFile:
+        g = self._guards.get(rel)
+        if g is None:
+            g = self._guards[rel] = GuardedFile(self.space, rel)
+        return g
+
+    def _undo_write(self, rel: str, kept: Path | None) -> None:
+        """Put back the file as it was before a write whose index part failed, and make it the
+        version memfold holds (else the next reconcile would merge the undone lines back in)."""
+        try:
+            self.space.undo(rel, kept)
+            g = self._guard(rel)
+            text, _ = g.read()
+            if text is not None:
+                g.versions.hold(text)
+            else:
+                g.versions.reset()
+        except OSError as exc:  # the next sync indexes what stayed in the file
+            log.warning("could not undo the write of %s of %s: %s", rel, self.user_id, exc)
+
+    def _write_file(self, rel: str, change: Callable[[str], str | None], backup: bool = False
+                    ) -> tuple[int, int] | None:
+        """Apply ``change`` (file text without its revision marker -> new text, or None for no
+        change) to a memory file. A hand edit found first is merged and indexed before; one saved
+        while we write is merged into what we write (see workspace/editsafe.py). Returns the
+        (mtime_ns, size) to record for the file, None when the index still lacks a hand edit."""
+        g = self._guard(rel)
+        text, st = g.read()
+        if text is not None and not g.is_own(text):
+            self._reconcile_file(rel)  # changed since the last sync: merge and index that first
+            text, st = g.read()
+            held = g.versions.last()
+            if text is not None and not g.is_own(text) and held is not None:
+                # saved again meanwhile: change the version memfold holds; the next sync merges it in
+                new = change(split_marker(held)[0])
+                if new is not None:
+                    g.versions.hold(new)
+                return None
+        base = text if text is not None else self.space.read_or_template(rel)
+        new = change(split_marker(base)[0])
+        if new is None:
+            return (st.st_mtime_ns, st.st_size) if st is not None else None
+        _, state = g.publish(new, expected=text,
+                             backup_keep=self.backup_keep if backup and rel == FILE_MEMORY else None)
+        return state
 
     def reindex(self) -> int:
         """Rebuild every file-backed row of the namespace from the files."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
+import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ReadOnlyWorkspaceError
@@ -34,6 +37,89 @@ def atomic_write(path: Path, text: str) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _renameat2():  # type: ignore[no-untyped-def]
+    """libc's renameat2 (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RENAMEAT2 = _renameat2()
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two names in one step; False where the system or file system cannot."""
+    global _RENAMEAT2
+    if _RENAMEAT2 is None:
+        return False
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM):
+        _RENAMEAT2 = None  # not supported here: fall back to check-then-rename from now on
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+class ChangedMeanwhile(Exception):
+    """``atomic_swap``'s ``unchanged`` check failed: nothing was written."""
+
+
+def atomic_swap(path: Path, text: str, read_old: Callable[[Path], str],
+                unchanged: Callable[[], bool] | None = None) -> tuple[str | None, os.stat_result]:
+    """Put ``text`` at ``path`` atomically (temp file, fsync, rename) and return what it replaced,
+    read with ``read_old`` after the swap (None when there was no file), and the ``stat`` of the
+    new file as written (a later save by someone else changes what ``path`` stats to).
+
+    On Linux the new file and the old one trade names in one step (``renameat2`` with
+    ``RENAME_EXCHANGE``): whatever another program saved at ``path`` up to that instant, by
+    renaming or by writing in place, is in the returned text, so the caller can merge it instead
+    of losing it. Elsewhere the old text is read just before the rename, which leaves a window
+    of a few microseconds in which another program's save is overwritten unseen.
+
+    ``unchanged``, when given, is asked once the new file is on disk, just before the swap; when it
+    says False nothing is replaced and ``ChangedMeanwhile`` is raised."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+            written = os.fstat(fh.fileno())
+        old = None
+        if unchanged is not None and not unchanged():
+            raise ChangedMeanwhile(str(path))
+        try:
+            os.link(tmp, path)  # no file yet: create it, failing if someone just did
+        except FileExistsError:
+            if _exchange(tmp, path):
+                old = read_old(tmp)
+            else:
+                old = read_old(path)
+                os.replace(tmp, path)
+        except OSError:  # a file system without hard links
+            if path.exists():
+                old = read_old(path)
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return old, written
 
 
 class FileLock:

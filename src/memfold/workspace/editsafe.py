@@ -1,0 +1,401 @@
+"""Writing memory files that people edit by hand while memfold writes them.
+
+Editors take no lock. Three things can go wrong, and this module handles each:
+
+* **A save lands between memfold's read and memfold's write.** memfold swaps its new file in
+  with one atomic exchange of names, so the file it replaced comes back to it; when that is not
+  the text it read, someone saved in between, and memfold merges that save with its change and
+  writes again (a bounded number of times).
+* **A save made from an older copy drops lines memfold wrote since** (an editor that read the
+  file, then saved after memfold's write). Every file memfold writes ends in a revision marker
+  ``<!-- memfold-rev N -->`` that the editor carries along; memfold remembers, per revision, a
+  hash of every entry (``<user>/.edits/``). The next operation finds the revision the editor
+  started from and makes a three-way merge at the level of bullets: memfold's additions,
+  removals and updates since that revision are applied to the editor's text, the editor's own
+  additions, removals and changes stand, and a bullet both changed keeps the editor's version.
+* **A file read while an editor rewrites it in place** (truncate, then write) is short. A file
+  memfold has marked is complete only when it ends with a line break and still has its marker
+  (the last line); otherwise memfold re-reads until it is, or until it stops changing for a
+  moment, so half a file is never taken for a file with lines deleted.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError
+from ..text import memory_markdown as md
+from .files import ChangedMeanwhile, atomic_swap
+
+_MARKER = re.compile(r"^<!-- memfold-rev (\d+) -->\s*$")
+_MARKER_BYTES = re.compile(rb"\n<!-- memfold-rev \d+ -->[ \t\r]*(\n|$)")
+SETTLE_STEP = 0.02  # seconds between two reads of a file that looks half-written
+SETTLE_QUIET = 1.0  # it counts as complete once unchanged for this long
+SETTLE_MAX = 5.0  # and is taken as it is after this long
+PUBLISH_TRIES = 8
+KEEP_VERSIONS = 64
+
+
+def split_marker(text: str) -> tuple[str, int | None]:
+    """The text without its revision marker lines, and the revision the last one names."""
+    at = text.find("<!-- memfold-rev ")
+    if at == -1:
+        return text, None
+    if (at == 0 or text[at - 1] == "\n") and text.find("<!-- memfold-rev ", at + 1) == -1:  # one marker line
+        end = text.find("\n", at)
+        m = _MARKER.match(text[at:] if end == -1 else text[at:end])
+        if m:
+            return text[:at] + ("" if end == -1 else text[end + 1:]), int(m.group(1))
+    rev = None
+    keep = []
+    for line in text.split("\n"):
+        m = _MARKER.match(line)
+        if m:
+            rev = int(m.group(1))
+        else:
+            keep.append(line)
+    return "\n".join(keep), rev
+
+
+def with_marker(body: str, rev: int) -> str:
+    body = split_marker(body)[0]
+    if not body.endswith("\n"):
+        body += "\n"
+    return f"{body}<!-- memfold-rev {rev} -->\n"
+
+
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=10).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Bullet:
+    key: str  # "i:<id>" for a bullet with an id, "r:<hash of its words>" for one typed without
+    hash: str  # of its lines exactly as written
+    lines: list[str]
+    section: str
+    parts: list[str]
+    start: int
+    end: int
+
+    @property
+    def content(self) -> str:
+        return md._entry(self.parts, self.section, self.start, self.end).content
+
+
+@functools.lru_cache(maxsize=6)  # a write parses the same text more than once; callers do not mutate the result
+def _bullets(body: str) -> dict[str, _Bullet]:
+    lines = body.split("\n")
+    out: dict[str, _Bullet] = {}
+    for section, start, end, parts in md._spans(lines):
+        c = md._ID_COMMENT.search(parts[-1])
+        b = _Bullet("", "", lines[start:end], section, parts, start, end)
+        key = f"i:{c.group(1)}" if c else f"r:{_hash(b.content)}"
+        n = 1
+        while (key if n == 1 else f"{key}#{n}") in out:
+            n += 1
+        key = key if n == 1 else f"{key}#{n}"
+        out[key] = _Bullet(key, _hash("\n".join(b.lines)), b.lines, section, parts, start, end)
+    return out
+
+
+def bullet_hashes(text: str) -> dict[str, str]:
+    return {k: b.hash for k, b in _bullets(split_marker(text)[0]).items()}
+
+
+def merge3(base: dict[str, str], ours: str, theirs: str, lang: str, append_only: bool) -> str:
+    """``theirs`` (a hand-saved text) with the changes memfold made from ``base`` (bullet hashes
+    of the version the editor started from) to ``ours`` (what memfold wrote since) put back.
+
+    Bullets are matched by id, bullets without an id by their words. A bullet memfold added is
+    inserted unless theirs has it; one memfold removed or changed is removed or replaced only
+    where theirs still has the base version (otherwise the editor's version stands); an id
+    memfold gave a typed bullet goes onto that bullet if the editor left it unchanged."""
+    ob, tb = _bullets(split_marker(ours)[0]), _bullets(split_marker(theirs)[0])
+    lines = split_marker(theirs)[0].split("\n")
+    replace: dict[int, tuple[int, list[str]]] = {}
+    inserts: list[tuple[str, list[str]]] = []
+    used: set[str] = set()
+    stamped: set[str] = set()  # typed bullets of base that memfold gave an id to
+
+    def put(t: _Bullet, new_lines: list[str]) -> None:
+        used.add(t.key)
+        replace[t.start] = (t.end, new_lines)
+
+    for key, o in ob.items():
+        b = base.get(key)
+        if b == o.hash:
+            continue
+        t = tb.get(key)
+        if b is not None:  # memfold changed it: replace where the editor left the base version
+            if t is not None and t.hash == b and key not in used:
+                put(t, o.lines)
+            continue
+        if t is not None:
+            continue
+        typed = f"r:{_hash(o.content)}"
+        if key.startswith("i:") and typed in base and typed not in ob:  # memfold gave a typed bullet its id
+            stamped.add(typed)
+            tt = tb.get(typed)
+            if tt is not None and tt.hash == base[typed] and typed not in used:
+                put(tt, o.lines)
+            continue
+        tt = tb.get(typed)
+        if key.startswith("i:") and tt is not None and typed not in base and typed not in used:
+            put(tt, o.lines)  # the editor typed the same words: one bullet, with memfold's id
+            continue
+        inserts.append((o.section, o.lines))
+    for key, b in base.items():
+        if key in ob or key in stamped:
+            continue
+        t = tb.get(key)
+        if t is not None and t.hash == b and key not in used:  # memfold removed it, the editor did not touch it
+            put(t, [])
+    for start in sorted(replace, reverse=True):
+        end, new_lines = replace[start]
+        lines[start:end] = new_lines
+    text = "\n".join(lines)
+    for section, new_lines in inserts:
+        if append_only:
+            text = text.rstrip("\n") + "\n" + "\n".join(new_lines) + "\n"
+        else:
+            text = md.insert_lines(text, section, new_lines, lang)
+    return text
+
+
+def read_settled(path: Path, expect_marker: bool) -> tuple[str | None, os.stat_result | None]:
+    """The text of ``path`` once no one is in the middle of writing it, and its stat taken
+    before the read (so a later change always shows as a different stat). (None, None) when
+    there is no file. Looks half-written: no revision marker in a file memfold has marked (the
+    marker is its last line), or else no final line break; such a file is read again until it is
+    complete or stays the same for ``SETTLE_QUIET`` seconds (at most ``SETTLE_MAX``)."""
+
+    def once() -> tuple[bytes | None, os.stat_result | None]:
+        try:
+            st = os.stat(path)
+            return path.read_bytes(), st
+        except FileNotFoundError:
+            return None, None
+
+    def complete(data: bytes) -> bool:
+        if expect_marker:  # the marker is the last line memfold writes: a cut file has lost it
+            return bool(_MARKER_BYTES.search(b"\n" + data))
+        return data.endswith(b"\n")
+
+    data, st = once()
+    if data is not None and not complete(data):
+        start = quiet = time.monotonic()
+        while time.monotonic() - start < SETTLE_MAX:
+            time.sleep(SETTLE_STEP)
+            again, st2 = once()
+            if again is not None and complete(again):
+                data, st = again, st2
+                break
+            if again != data or st2 is None or st is None or \
+                    (st2.st_mtime_ns, st2.st_size) != (st.st_mtime_ns, st.st_size):
+                data, st, quiet = again, st2, time.monotonic()
+                continue
+            if time.monotonic() - quiet >= SETTLE_QUIET:
+                break
+    if data is None:
+        return None, None
+    try:
+        return data.decode("utf-8"), st
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path} is not valid UTF-8: {exc}") from exc
+
+
+class Versions:
+    """What memfold remembers of the versions of one memory file: a log of bullet hashes per
+    version it wrote or read (the last ``KEEP_VERSIONS``), and the full text of the latest version
+    it wrote or accepted, with the revision counter. Kept in ``<user>/.edits/``; hashes only, no
+    words, except the latest text (which is the file itself)."""
+
+    def __init__(self, folder: Path, rel: str):
+        name = rel.replace("/", "_")
+        self.folder = folder
+        self.log = folder / f"{name}.log"
+        self.latest = folder / f"{name}.last"
+        self._cache: tuple[tuple[int, int, int], int, str] | None = None
+
+    def _load(self) -> tuple[int, str] | None:
+        try:
+            st = os.stat(self.latest)
+        except FileNotFoundError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._cache is None or self._cache[0] != key:
+            try:
+                head, _, text = self.latest.read_text(encoding="utf-8").partition("\n")
+                self._cache = (key, int(head), text)
+            except (OSError, ValueError, UnicodeDecodeError):
+                return None
+        return self._cache[1], self._cache[2]
+
+    def last(self) -> str | None:
+        """The text memfold last wrote or accepted, exactly (marker included)."""
+        got = self._load()
+        return got[1] if got else None
+
+    def next_rev(self) -> int:
+        got = self._load()
+        return got[0] + 1 if got else 1
+
+    def reset(self) -> None:
+        """Forget every version (the latest text is gone, so revisions start again)."""
+        self.log.unlink(missing_ok=True)
+
+    def record(self, text: str, *, own: bool, accept: bool) -> None:
+        """Remember a version: one memfold wrote (``own``) or found on disk; ``accept`` makes it
+        the latest, against which the next hand save is merged."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        rev = split_marker(text)[1]
+        line = json.dumps({"rev": rev, "own": own, "bullets": bullet_hashes(text)}, separators=(",", ":")) + "\n"
+        with open(self.log, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            size = fh.tell()
+        if size > 2 * KEEP_VERSIONS * len(line) + 4096:
+            self._prune()
+        if accept:
+            got = self._load()
+            counter = max(got[0] if got else 0, rev if own and rev is not None else 0)
+            self._write_latest(counter, text)
+
+    def _write_latest(self, counter: int, text: str) -> None:
+        tmp = self.latest.with_name(self.latest.name + f".{os.getpid()}.tmp")
+        tmp.write_text(f"{counter}\n{text}", encoding="utf-8")
+        os.replace(tmp, self.latest)
+
+    def hold(self, text: str) -> None:
+        """Make ``text`` the latest version without writing the file (it could not be written
+        without overwriting a save made meanwhile); the next reconcile merges it into the file."""
+        got = self._load()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._write_latest(got[0] if got else 0, text)
+
+    def _prune(self) -> None:
+        lines = self.log.read_text(encoding="utf-8").splitlines(keepends=True)[-KEEP_VERSIONS:]
+        tmp = self.log.with_name(self.log.name + f".{os.getpid()}.tmp")
+        tmp.write_text("".join(lines), encoding="utf-8")
+        os.replace(tmp, self.log)
+
+    def base_for(self, rev: int | None) -> dict[str, str] | None:
+        """Bullet hashes of the version a hand save marked ``rev`` started from: the latest one
+        carrying that marker (memfold's own, or a hand save of it memfold read later)."""
+        if rev is None or not self.log.exists():
+            return None
+        head = f'{{"rev":{rev},'
+        for line in reversed(self.log.read_text(encoding="utf-8").splitlines()):
+            if not line.startswith(head):
+                continue
+            try:
+                row: dict[str, Any] = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if row.get("rev") == rev:
+                return dict(row.get("bullets") or {})
+        return None
+
+
+class GuardedFile:
+    """One memory file of one namespace, written so that hand edits made meanwhile are merged,
+    not overwritten. Call under the namespace's lock (it keeps other memfold writers out; editors
+    are handled by the merge)."""
+
+    def __init__(self, space: Any, rel: str):  # space: UserSpace (not imported: it imports us)
+        self.space = space
+        self.rel = rel
+        self.path: Path = space.path(rel)
+        self.versions = Versions(space.dir / ".edits", rel)
+
+    def read(self) -> tuple[str | None, os.stat_result | None]:
+        return read_settled(self.path, expect_marker=self.versions.last() is not None)
+
+    def is_own(self, text: str | None) -> bool:
+        return text is not None and text == self.versions.last()
+
+    def adopt(self) -> tuple[str | None, tuple[int, int] | None]:
+        """The file as it is now, with what memfold wrote since the revision a hand save started
+        from put back (merged and written). Returns its text and the (mtime_ns, size) that text
+        had, or (None, None) when there is no file."""
+        text, st = self.read()
+        if text is None or st is None:
+            return None, None
+        state = (st.st_mtime_ns, st.st_size)
+        last = self.versions.last()
+        if text == last:
+            return text, state
+        if last is None:  # nothing remembered (first write, or .edits/ removed): take the file as it is
+            self.versions.reset()
+            self.versions.record(text, own=False, accept=True)
+            return text, state
+        base = self.versions.base_for(split_marker(text)[1])
+        self.versions.record(text, own=False, accept=False)
+        merged = None if base is None else merge3(base, last, text, self.space.language, self.rel.startswith("memory/"))
+        if merged is None or merged == split_marker(text)[0]:
+            # nothing of memfold's is missing, or no base (no marker, or one too old to remember):
+            # the hand save stands as it is
+            self.versions.hold(text)
+            return text, state
+        return self.publish(merged, expected=text)
+
+    def publish(self, text: str, expected: str | None, backup_keep: int | None = None
+                ) -> tuple[str, tuple[int, int] | None]:
+        """Write ``text`` (its marker renewed) in place of ``expected``, the text it was made
+        from. When the file turns out to have been saved by someone else in between, that save
+        is merged with ``text`` and written again. Returns the text memfold now holds as the
+        latest version and the (mtime_ns, size) it has on disk, None when the index or the file
+        still lacks something: a save merged here (to index), or one made again before memfold
+        could write the merge (the merge is kept and put into that save by the next reconcile)."""
+        body = split_marker(text)[0]
+        clean = True
+        on_disk: os.stat_result | None = None  # after a first try: what we wrote, to see a later save before swapping
+        marked = expected is not None and split_marker(expected)[1] is not None
+        for _ in range(PUBLISH_TRIES):
+            out = with_marker(body, self.versions.next_rev())
+            if backup_keep is not None and self.path.exists():
+                self.space.backup(backup_keep)
+                backup_keep = None
+            try:
+                old, st = atomic_swap(self.path, out, lambda p: read_settled(p, expect_marker=marked)[0] or "",
+                                      None if on_disk is None else lambda: _same_file(self.path, on_disk))
+            except ChangedMeanwhile:
+                break
+            # remembered once written (a failed write changes nothing); other memfold processes
+            # wait for the lock, so none looks for this revision before it is recorded
+            self.versions.record(out, own=True, accept=True)
+            if old is None or old == expected:
+                return out, (st.st_mtime_ns, st.st_size) if clean else None
+            # someone saved between our read and our write: merge their save with what we wrote
+            clean = False
+            body = self._merge_save(old, out, expected)
+            expected, on_disk, marked = out, st, True
+        # saved again before we could write the merge: keep the merge as memfold's latest version;
+        # the next reconcile merges it into whatever is on disk then
+        self.versions.hold(body)
+        return body, None
+
+    def _merge_save(self, theirs: str, ours: str, expected: str | None) -> str:
+        """``theirs``, a hand save, with what ``ours`` changed since the version it started from
+        (``expected``, what we read before, when its marker names none we remember)."""
+        base = self.versions.base_for(split_marker(theirs)[1])
+        self.versions.record(theirs, own=False, accept=False)
+        if base is None:
+            base = bullet_hashes(expected) if expected is not None else {}
+        return merge3(base, ours, theirs, self.space.language, self.rel.startswith("memory/"))
+
+
+def _same_file(path: Path, st: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_ino, now.st_mtime_ns, now.st_size) == (st.st_ino, st.st_mtime_ns, st.st_size)
