@@ -20,8 +20,8 @@ from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord
 from ..text import forgetting
 from .base import IndexItem
-from .rows import HISTORY_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
 from .pg_schema import connect, describe, driver, ensure_schema
+from .rows import HISTORY_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance_score, confidence, access_count, last_accessed_at, is_active, "
@@ -230,7 +230,7 @@ class PostgresIndex:
             return {r[0] for r in cur.fetchall()}
 
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
-             memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+                     memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         where, args = ["user_id = %s"], [user_id]
         if active_only:
             where.append("is_active")
@@ -387,9 +387,9 @@ class PostgresIndex:
     # ---- every stored row (base.RowSource: a copy of the index reads these) -----------------------
     def namespaces(self) -> list[str]:
         with self._cur() as cur:
-            cur.execute("SELECT u FROM (SELECT user_id AS u FROM user_memories UNION SELECT user_id FROM memory_history "
-                        "UNION SELECT user_id FROM memory_state UNION SELECT user_id FROM memory_files) x "
-                        'ORDER BY u COLLATE "C"')
+            cur.execute("SELECT u FROM (SELECT user_id AS u FROM user_memories "
+                        "UNION SELECT user_id FROM memory_history UNION SELECT user_id FROM memory_state "
+                        'UNION SELECT user_id FROM memory_files) x ORDER BY u COLLATE "C"')
             return [r[0] for r in cur.fetchall()]
 
     def iter_rows(self, user_id: str | None = None, *, batch: int = 1000) -> Iterator[IndexItem]:

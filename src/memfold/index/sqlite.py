@@ -260,7 +260,7 @@ class SqliteIndex(SqliteRowReads):
         return [out[i] for i in ids if i in out]
 
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
-             memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+                     memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         where, args = ["user_id = ?"], [user_id]
         if active_only:
             where.append("is_active = 1")
