@@ -37,12 +37,12 @@ def test_list_orders_by_first_insert_and_filters(index: Index) -> None:
     index.upsert([item(rec("a", "a todo", memory_type=MemoryType.TODO), unit(0, 1)),
                   item(rec("c", "a daily note", file="memory/202405/20240501.md"), unit(0, 0, 1))])
     index.upsert([item(rec("b", "second, updated later"), None)])  # an update keeps the row's place
-    assert [r.id for r in index.list("alice")] == ["b", "a", "c"]
-    assert [r.id for r in index.list("alice", memory_type="todo")] == ["a"]
-    assert [r.id for r in index.list("alice", file="memory/202405/20240501.md")] == ["c"]
-    assert [r.id for r in index.list("alice", limit=2)] == ["b", "a"]
-    assert [r.id for r in index.list("alice", limit=2, offset=2)] == ["c"]
-    assert index.list("alice", offset=3) == []
+    assert [r.id for r in index.list_records("alice")] == ["b", "a", "c"]
+    assert [r.id for r in index.list_records("alice", memory_type="todo")] == ["a"]
+    assert [r.id for r in index.list_records("alice", file="memory/202405/20240501.md")] == ["c"]
+    assert [r.id for r in index.list_records("alice", limit=2)] == ["b", "a"]
+    assert [r.id for r in index.list_records("alice", limit=2, offset=2)] == ["c"]
+    assert index.list_records("alice", offset=3) == []
     assert index.count("alice") == 3
 
 
@@ -50,14 +50,14 @@ def test_namespaces_never_see_each_other(index: Index) -> None:
     index.upsert([item(rec("a1", "shared words about coffee", "alice"), unit(1, 0)),
                   item(rec("b1", "shared words about coffee", "bob"), unit(1, 0))])
     for user, mine in (("alice", "a1"), ("bob", "b1")):
-        assert [r.id for r in index.list(user)] == [mine]
+        assert [r.id for r in index.list_records(user)] == [mine]
         assert index.get(user, ["a1", "b1"])[0].id == mine and len(index.get(user, ["a1", "b1"])) == 1
         assert [m for m, _ in index.keyword_search(user, ["coffee"], 10)] == [mine]
         assert [m for m, _ in index.vector_search(user, unit(1, 0), 10)] == [mine]
         assert [m for m, _ in index.vector_search_many(user, np.stack([unit(1, 0)]), 10)[0]] == [mine]
         assert list(index.content_hashes(user, "MEMORY.md")) == [mine]
         assert index.count(user) == 1 and index.stats(user)["total"] == 1
-    assert index.list("carol") == [] and index.keyword_search("carol", ["coffee"], 5) == []
+    assert index.list_records("carol") == [] and index.keyword_search("carol", ["coffee"], 5) == []
     assert index.vector_search("carol", unit(1, 0), 5) == []
     assert index.user_ids() == ["alice", "bob"]
     # a call scoped to one namespace cannot touch another's rows
@@ -113,8 +113,8 @@ def test_archived_rows_are_kept_but_not_searchable(index: Index) -> None:
     assert [m for m, _ in index.keyword_search("alice", ["kiwi"], 5)] == ["m2"]
     assert [m for m, _ in index.vector_search("alice", unit(1, 0), 5)] == ["m2"]
     assert [m for m, _ in index.vector_search_many("alice", np.stack([unit(1, 0)]), 5)[0]] == ["m2"]
-    assert [x.id for x in index.list("alice")] == ["m2"]
-    assert [x.id for x in index.list("alice", active_only=False)] == ["m1", "m2"]
+    assert [x.id for x in index.list_records("alice")] == ["m2"]
+    assert [x.id for x in index.list_records("alice", active_only=False)] == ["m1", "m2"]
     assert index.content_hashes("alice", "MEMORY.md") == {"m2": "h"}
     assert (index.count("alice"), index.count("alice", active_only=False)) == (1, 2)
     [got] = index.get("alice", ["m1"])
@@ -162,7 +162,7 @@ def test_clear_files_keeps_episodic_and_archived_rows(index: Index) -> None:
     index.set_file_state("alice", "MEMORY.md", (123, 45))
     index.set_file_state("bob", "MEMORY.md", (9, 9))
     index.clear_files("alice")
-    assert sorted(r.id for r in index.list("alice", active_only=False)) == ["e1", "x1"]
+    assert sorted(r.id for r in index.list_records("alice", active_only=False)) == ["e1", "x1"]
     assert index.file_state("alice", "MEMORY.md") is None
     assert index.file_state("bob", "MEMORY.md") == (9, 9) and index.count("bob") == 1
 

@@ -78,7 +78,7 @@ def test_four_processes_add_250_each(pg_dsn: str, tmp_path: Path) -> None:
     with Memory(settings=settings, embedder=HashEmbedder()) as mem:
         st = mem._store("team")
         assert st.sync() == 0  # the index already matches the file: nothing was lost between them
-        rows = mem.index.list("team")
+        rows = mem.index.list_records("team")
         assert {r.id: r.content for r in rows} == in_file
         assert mem.index.count("team") == WORKERS * ADDS
         assert all(mem.index.history("team", i)[0].action == "add" for i in ids[:: 50])

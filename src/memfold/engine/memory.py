@@ -286,7 +286,7 @@ class Memory:
         offset = guard.count(offset, "offset", 0)
         st = self._store(user_id)
         st.sync(wait=False)
-        rows = self.index.list(user_id, active_only=not include_archived, memory_type=memory_type,
+        rows = self.index.list_records(user_id, active_only=not include_archived, memory_type=memory_type,
                                limit=limit, offset=offset)
         return [r for r in rows if include_episodic or r.file != EPISODIC]
 
@@ -381,7 +381,7 @@ class Memory:
             self._store(u).sync(wait=False)
             offset = 0
             while True:
-                rows = self.index.list(u, active_only=False, limit=1000, offset=offset)
+                rows = self.index.list_records(u, active_only=False, limit=1000, offset=offset)
                 if not rows:
                     break
                 for r in rows:

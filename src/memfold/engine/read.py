@@ -128,7 +128,7 @@ class Retriever:
         out = []
         for back in range(days - 1, -1, -1):
             rel = daily_rel(today - timedelta(days=back))
-            rows = store.index.list(user_id, file=rel)
+            rows = store.index.list_records(user_id, file=rel)
             if rows:
                 out.append(DailyNote(date=(today - timedelta(days=back)).isoformat(), path=rel,
                                      text="\n".join(f"- {r.content}" for r in rows)))

@@ -1,5 +1,7 @@
-"""Derived index: the Index protocol and its backends."""
+"""Derived index: the Index protocol (and the small protocols it is made of) and its backends."""
 
-from .base import Index, IndexItem, open_index
+from .base import (FileStates, HistoryLog, Index, IndexAdmin, IndexItem, RecordStore, RowSource, SearchIndex,
+                   StateStore, open_index)
 
-__all__ = ["Index", "IndexItem", "open_index"]
+__all__ = ["FileStates", "HistoryLog", "Index", "IndexAdmin", "IndexItem", "RecordStore", "RowSource", "SearchIndex",
+           "StateStore", "open_index"]

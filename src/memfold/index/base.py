@@ -1,12 +1,17 @@
-"""The Index protocol: the handful of operations the engine needs from a derived index.
+"""The Index protocol: the operations the engine needs from a derived index, in small protocols
+so that a wrapper (a cache, a read replica) or a new backend implements only what it serves:
 
-Implementations: ``SqliteIndex`` (embedded default). A PostgreSQL + pgvector backend
-implements the same protocol; ``tests/contract`` runs against every implementation.
-Everything is scoped by ``user_id``: no call returns rows of another namespace."""
+``RecordStore`` (memory rows), ``SearchIndex`` (keyword and vector search), ``HistoryLog`` (what
+happened to memories and the relations it left), ``StateStore`` (small JSON documents),
+``FileStates`` (what the index knows of the workspace files), ``IndexAdmin`` (namespaces,
+statistics, closing) and ``RowSource`` (every stored row, for a copy: ``index/transfer.py``).
+``Index`` is all of them; ``SqliteIndex`` (embedded default) and ``PostgresIndex`` implement it and
+``tests/contract`` runs against both. Everything is scoped by ``user_id``: no call returns rows of
+another namespace."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -15,6 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..models import HistoryEntry, MemoryRecord
+from .rows import FileState, RelationRow, StateDoc
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -22,7 +28,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class IndexItem:
-    """A record to write. ``vector=None`` keeps the stored vector; ``terms=None`` keeps the stored terms."""
+    """A record to write. ``vector=None`` keeps the stored vector; ``terms=None`` keeps the stored terms.
+
+    ``RowSource.iter_rows`` yields stored rows as IndexItems too: there ``vector`` is the stored
+    vector and ``terms=None`` means the row is not keyword-searchable (archived)."""
 
     record: MemoryRecord
     vector: np.ndarray | None = None
@@ -31,42 +40,23 @@ class IndexItem:
 
 
 @runtime_checkable
-class Index(Protocol):
-    dim: int
+class RecordStore(Protocol):
+    """Memory rows of a namespace: write, read, list, count."""
 
     def upsert(self, items: Sequence[IndexItem]) -> None: ...
     def delete(self, user_id: str, ids: Sequence[str]) -> None: ...
     def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]: ...
-    def list(self, user_id: str, *, active_only: bool = True, file: str | None = None,
-             memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]: ...
-    def content_hashes(self, user_id: str, file: str) -> dict[str, str]: ...
+    def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
+                     memory_type: str | None = None, limit: int | None = None,
+                     offset: int = 0) -> list[MemoryRecord]:
+        """The namespace's rows in the order they were first written."""
+        ...
+    def count(self, user_id: str, *, active_only: bool = True) -> int: ...
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """The ids among ``ids`` that rows of another namespace hold (ids are unique across the
         index: a bullet copied from one user's file into another's must get a new id)."""
         ...
-    def count(self, user_id: str, *, active_only: bool = True) -> int: ...
-    def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]: ...
-    def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]: ...
-    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
-                           min_score: float | None = None) -> list[list[tuple[str, float]]]:
-        """Per row of ``vectors``, the best ``limit`` rows (cosine, best first); with ``min_score``
-        only those scoring at least that (the near-duplicate check asks for cosine ≥ threshold)."""
-        ...
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None: ...
-    def append_history(self, entries: Sequence[HistoryEntry]) -> None: ...
-    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]: ...
-    def add_relation(self, user_id: str, source_id: str, target_id: str, relation: str, strength: float) -> None: ...
-    def relations(self, user_id: str, memory_id: str) -> list[dict[str, Any]]: ...
-    def file_state(self, user_id: str, file: str) -> tuple[int, int] | None: ...
-    def set_file_state(self, user_id: str, file: str, state: tuple[int, int] | None) -> None: ...
-    def clear_files(self, user_id: str) -> None: ...
-    def user_ids(self) -> list[str]: ...
-    # small JSON documents of engine state (sessions, agent pin lists), keyed by (user_id, kind, key)
-    def put_state(self, user_id: str, kind: str, key: str, value: dict[str, Any]) -> None: ...
-    def get_state(self, user_id: str, kind: str, key: str) -> dict[str, Any] | None: ...
-    def list_state(self, user_id: str, kind: str) -> list[str]: ...
-    def delete_state(self, user_id: str, kind: str, key: str) -> None: ...
-    def stats(self, user_id: str) -> dict[str, Any]: ...
     # deleted means deleted (engine/purge.py)
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         """The archived rows whose ``superseded_by`` is one of ``ids`` (their older versions)."""
@@ -74,13 +64,91 @@ class Index(Protocol):
     def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
         """The rows whose ``context`` contains one of ``texts`` (an episodic turn quotes the previous one)."""
         ...
+
+
+@runtime_checkable
+class SearchIndex(Protocol):
+    """Keyword (BM25 over the stored terms) and vector (cosine) search within a namespace."""
+
+    dim: int
+
+    def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]: ...
+    def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]: ...
+    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
+                           min_score: float | None = None) -> list[list[tuple[str, float]]]:
+        """Per row of ``vectors``, the best ``limit`` rows (cosine, best first); with ``min_score``
+        only those scoring at least that (the near-duplicate check asks for cosine ≥ threshold)."""
+        ...
+
+
+@runtime_checkable
+class HistoryLog(Protocol):
+    """What happened to memories (history entries, in the order written) and the relations it left."""
+
+    def append_history(self, entries: Sequence[HistoryEntry]) -> None: ...
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]: ...
+    def add_relation(self, user_id: str, source_id: str, target_id: str, relation: str, strength: float) -> None: ...
+    def relations(self, user_id: str, memory_id: str) -> list[dict[str, Any]]: ...
     def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
         """After ``ids`` were deleted: their history keeps its events but no words, every other history
         entry of the namespace loses the fields that quote one of ``texts`` (``forgetting.scrub``), and
         copies the backend keeps elsewhere go (SQLite: the search snapshot, the WAL). Returns the number
         of history entries changed."""
         ...
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """Small JSON documents of engine state (sessions, agent pin lists), keyed by (user_id, kind, key)."""
+
+    def put_state(self, user_id: str, kind: str, key: str, value: dict[str, Any]) -> None: ...
+    def get_state(self, user_id: str, kind: str, key: str) -> dict[str, Any] | None: ...
+    def list_state(self, user_id: str, kind: str) -> list[str]: ...
+    def delete_state(self, user_id: str, kind: str, key: str) -> None: ...
+
+
+@runtime_checkable
+class FileStates(Protocol):
+    """What the index knows of a namespace's workspace files: their (mtime_ns, size) when last
+    indexed and the content hashes of their rows (reconciliation of hand edits, reindex)."""
+
+    def content_hashes(self, user_id: str, file: str) -> dict[str, str]: ...
+    def file_state(self, user_id: str, file: str) -> tuple[int, int] | None: ...
+    def set_file_state(self, user_id: str, file: str, state: tuple[int, int] | None) -> None: ...
+    def clear_files(self, user_id: str) -> None: ...
+
+
+@runtime_checkable
+class IndexAdmin(Protocol):
+    def user_ids(self) -> list[str]:
+        """The namespaces holding memory rows."""
+        ...
+    def stats(self, user_id: str) -> dict[str, Any]: ...
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RowSource(Protocol):
+    """Every stored row, with named fields, read in batches (``index/transfer.py`` copies an index
+    with these). ``user_id=None``: every namespace. Rows come in the order they were written."""
+
+    dim: int
+
+    def namespaces(self) -> list[str]:
+        """Every user id with a memory, history entry, file state or state document."""
+        ...
+    def iter_rows(self, user_id: str | None = None, *, batch: int = 1000) -> Iterator[IndexItem]:
+        """Memory rows (archived ones and episodic turns too) with their stored vector, terms and content hash."""
+        ...
+    def iter_history(self, user_id: str | None = None, *, batch: int = 1000) -> Iterator[HistoryEntry]: ...
+    def iter_relations(self, user_id: str | None = None) -> Iterator[RelationRow]: ...
+    def iter_file_states(self, user_id: str | None = None) -> Iterator[FileState]: ...
+    def iter_states(self, user_id: str | None = None) -> Iterator[StateDoc]: ...
+
+
+@runtime_checkable
+class Index(RecordStore, SearchIndex, HistoryLog, StateStore, FileStates, IndexAdmin, RowSource, Protocol):
+    """Everything the engine asks of a derived index."""
 
 
 def open_index(settings: "Settings", dim: int, embedder_name: str) -> Index:

@@ -17,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import MemoryIndexError
-from ..models import HistoryEntry, MemoryRecord, MemoryType
+from ..models import HistoryEntry, MemoryRecord
 from ..text import forgetting
 from .base import IndexItem
 from .pg_schema import connect, describe, driver, ensure_schema
+from .rows import HISTORY_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
          "file, created_at, updated_at, importance_score, confidence, access_count, last_accessed_at, is_active, "
          "superseded_by")
-_COL_LIST = [c.strip() for c in _COLS.split(",")]
+_COL_LIST = [c.strip() for c in _COLS.split(",")]  # in rows.RECORD_FIELDS order
+_N = len(_COL_LIST)
 _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 
 # BM25 as the SQLite index computes it (index/keywords.py, Lucene idf): N, the average length and document
@@ -52,13 +54,11 @@ _NEAREST = ("SELECT id, 1 - (embedding <=> %(v)s) AS s FROM user_memories WHERE 
             "ORDER BY embedding <=> %(v)s LIMIT %(limit)s")
 
 
-def _row_to_record(r: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=r[0], user_id=r[1], agent_id=r[2], memory_type=MemoryType(r[3]), content=r[4], context=r[5],
-        structured_data=dict(r[6] or {}), source_ids=tuple(r[7] or ()), source_session_id=r[8], file=r[9],
-        created_at=r[10], updated_at=r[11], importance=r[12], confidence=r[13], access_count=r[14],
-        last_accessed_at=r[15], is_active=bool(r[16]), superseded_by=r[17],
-    )
+def _stored_vector(v: Any) -> np.ndarray | None:
+    """A ``vector`` column as pgvector's loader returns it (an ndarray, or a ``Vector`` in newer versions)."""
+    if v is None:
+        return None
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
 
 
 def _terms_list(terms: str) -> list[str]:
@@ -219,7 +219,7 @@ class PostgresIndex:
         with self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND id = ANY(%s)",
                         (user_id, list(ids)))
-            out = {r[0]: _row_to_record(r) for r in cur.fetchall()}
+            out = {r[0]: record_from_row(r) for r in cur.fetchall()}
         return [out[i] for i in ids if i in out]
 
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
@@ -229,8 +229,8 @@ class PostgresIndex:
             cur.execute("SELECT id FROM user_memories WHERE id = ANY(%s) AND user_id <> %s", (list(ids), user_id))
             return {r[0] for r in cur.fetchall()}
 
-    def list(self, user_id: str, *, active_only: bool = True, file: str | None = None,
-             memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+    def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
+                     memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         where, args = ["user_id = %s"], [user_id]
         if active_only:
             where.append("is_active")
@@ -244,7 +244,7 @@ class PostgresIndex:
         with self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE {' AND '.join(where)} ORDER BY n "
                         "LIMIT %s OFFSET %s", [*args, limit, max(0, offset)])
-            return [_row_to_record(r) for r in cur.fetchall()]
+            return [record_from_row(r) for r in cur.fetchall()]
 
     def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
         with self._cur() as cur:
@@ -294,7 +294,7 @@ class PostgresIndex:
         with self._cur() as cur:
             cur.execute("SELECT memory_id, user_id, action, at, old_content, new_content, detail FROM memory_history "
                         "WHERE user_id = %s AND memory_id = %s ORDER BY n", (user_id, memory_id))
-            return [HistoryEntry(r[0], r[1], r[2], r[3], r[4], r[5], dict(r[6] or {})) for r in cur.fetchall()]
+            return [history_from_row(r) for r in cur.fetchall()]
 
     def relations(self, user_id: str, memory_id: str) -> list[dict[str, Any]]:
         with self._cur() as cur:
@@ -356,7 +356,7 @@ class PostgresIndex:
         with self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND NOT is_active "
                         "AND superseded_by = ANY(%s) ORDER BY n", (user_id, list(ids)))
-            return [_row_to_record(r) for r in cur.fetchall()]
+            return [record_from_row(r) for r in cur.fetchall()]
 
     def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
         texts = [t for t in dict.fromkeys(texts) if t]
@@ -366,7 +366,7 @@ class PostgresIndex:
             cur.execute(f"SELECT {_COLS} FROM user_memories m WHERE user_id = %s AND context <> '' AND EXISTS "
                         "(SELECT 1 FROM unnest(%s::text[]) t WHERE strpos(m.context, t) > 0) ORDER BY n",
                         (user_id, texts))
-            return [_row_to_record(r) for r in cur.fetchall()]
+            return [record_from_row(r) for r in cur.fetchall()]
 
     def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
         """Old row versions stay in the table files as dead tuples until (auto)VACUUM reclaims them;
@@ -383,6 +383,63 @@ class PostgresIndex:
                 cur.executemany("UPDATE memory_history SET old_content = %s, new_content = %s, detail = %s "
                                 "WHERE n = %s", updates)
         return len(updates)
+
+    # ---- every stored row (base.RowSource: a copy of the index reads these) -----------------------
+    def namespaces(self) -> list[str]:
+        with self._cur() as cur:
+            cur.execute("SELECT u FROM (SELECT user_id AS u FROM user_memories "
+                        "UNION SELECT user_id FROM memory_history UNION SELECT user_id FROM memory_state "
+                        'UNION SELECT user_id FROM memory_files) x ORDER BY u COLLATE "C"')
+            return [r[0] for r in cur.fetchall()]
+
+    def iter_rows(self, user_id: str | None = None, *, batch: int = 1000) -> Iterator[IndexItem]:
+        for r in self._pages(f"{_COLS}, content_hash, embedding, terms", "user_memories", user_id, batch):
+            content_hash, vec, terms = r[_N:]
+            yield IndexItem(record=record_from_row(r[:_N]), content_hash=content_hash,
+                            vector=_stored_vector(vec),
+                            terms=" ".join(terms) if terms is not None else None)
+
+    def iter_history(self, user_id: str | None = None, *, batch: int = 1000) -> Iterator[HistoryEntry]:
+        for r in self._pages(", ".join(HISTORY_FIELDS), "memory_history", user_id, batch):
+            yield history_from_row(r)
+
+    def iter_relations(self, user_id: str | None = None) -> Iterator[RelationRow]:
+        for u, s, t, rel, strength in self._all(
+                "user_id, source_memory_id, target_memory_id, relation_type, strength", "memory_relations", user_id,
+                "created_at, source_memory_id, target_memory_id"):
+            yield RelationRow(u, s, t, rel, float(strength))
+
+    def iter_file_states(self, user_id: str | None = None) -> Iterator[FileState]:
+        for u, f, mtime, size in self._all("user_id, file, mtime_ns, size", "memory_files", user_id,
+                                           'user_id COLLATE "C", file COLLATE "C"'):
+            yield FileState(u, f, int(mtime), int(size))
+
+    def iter_states(self, user_id: str | None = None) -> Iterator[StateDoc]:
+        for u, kind, key, value in self._all("user_id, kind, key, value", "memory_state", user_id,
+                                             'user_id COLLATE "C", kind COLLATE "C", key COLLATE "C"'):
+            yield StateDoc(u, kind, key, dict(value))
+
+    def _pages(self, cols: str, table: str, user_id: str | None, batch: int) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``table`` in the order written (``n``), ``batch`` per statement."""
+        mine = " AND user_id = %s" if user_id is not None else ""
+        sql = f"SELECT n, {cols} FROM {table} WHERE n > %s{mine} ORDER BY n LIMIT %s"
+        batch, last = max(1, batch), 0
+        while True:
+            with self._cur() as cur:
+                cur.execute(sql, (last, *([user_id] if user_id is not None else []), batch))
+                rows = cur.fetchall()
+            for r in rows:
+                yield tuple(r[1:])
+            if len(rows) < batch:
+                return
+            last = rows[-1][0]
+
+    def _all(self, cols: str, table: str, user_id: str | None, order: str) -> list[tuple[Any, ...]]:
+        mine = " WHERE user_id = %s" if user_id is not None else ""
+        with self._cur() as cur:
+            cur.execute(f"SELECT {cols} FROM {table}{mine} ORDER BY {order}",
+                        [user_id] if user_id is not None else [])
+            return cur.fetchall()
 
     def storage_bytes(self) -> int:
         """Size on disk of the index's tables with their indexes and TOAST (for ``memfold bench``)."""

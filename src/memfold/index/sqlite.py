@@ -18,40 +18,25 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceError
-from ..models import HistoryEntry, MemoryRecord, MemoryType
+from ..models import HistoryEntry, MemoryRecord
 from ..workspace.files import FileLock
 from ..text import forgetting
 from .base import IndexItem
+from .rows import RECORD_FIELDS, history_from_row, record_from_row
+from .sqlite_rows import SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures
 from .vectors import EXACT_MAX
 
 log = logging.getLogger("memfold")
 
-_COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
-         "file, created_at, updated_at, importance, confidence, access_count, last_accessed_at, is_active, "
-         "superseded_by")
+_COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 
 
-def _ts(v: str | None) -> datetime | None:
-    if not v:
-        return None
-    t = datetime.fromisoformat(v)
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-def _row_to_record(r: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=r[0], user_id=r[1], agent_id=r[2], memory_type=MemoryType(r[3]), content=r[4], context=r[5],
-        structured_data=json.loads(r[6] or "{}"), source_ids=tuple(json.loads(r[7] or "[]")),
-        source_session_id=r[8], file=r[9], created_at=_ts(r[10]) or datetime.now(timezone.utc),
-        updated_at=_ts(r[11]) or datetime.now(timezone.utc), importance=r[12], confidence=r[13],
-        access_count=r[14], last_accessed_at=_ts(r[15]), is_active=bool(r[16]), superseded_by=r[17],
-    )
-
-
-class SqliteIndex:
+class SqliteIndex(SqliteRowReads):
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
+
+    _tx_depth = 0  # open transactions of this object (``_Tx``)
 
     def __init__(self, path: Path, *, dim: int, embedder_name: str, vector_exact_max: int = EXACT_MAX):
         self.path = Path(path)
@@ -271,11 +256,11 @@ class SqliteIndex:
                 part = list(ids[chunk: chunk + 500])
                 q = f"SELECT {_COLS} FROM memories WHERE +user_id = ? AND id IN ({','.join('?' * len(part))})"
                 for r in self._db.execute(q, [user_id, *part]):
-                    out[r[0]] = _row_to_record(r)
+                    out[r[0]] = record_from_row(r)
         return [out[i] for i in ids if i in out]
 
-    def list(self, user_id: str, *, active_only: bool = True, file: str | None = None,
-             memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+    def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
+                     memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
         where, args = ["user_id = ?"], [user_id]
         if active_only:
             where.append("is_active = 1")
@@ -287,7 +272,7 @@ class SqliteIndex:
             args.append(memory_type)
         q = f"SELECT {_COLS} FROM memories WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ? OFFSET ?"
         with self._lock:
-            return [_row_to_record(r) for r in self._db.execute(q, [*args, -1 if limit is None else limit, offset])]
+            return [record_from_row(r) for r in self._db.execute(q, [*args, -1 if limit is None else limit, offset])]
 
     def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
         with self._lock:
@@ -329,8 +314,7 @@ class SqliteIndex:
             rows = self._db.execute(
                 "SELECT memory_id, user_id, action, at, old_content, new_content, detail FROM history "
                 "WHERE user_id = ? AND memory_id = ? ORDER BY n", (user_id, memory_id)).fetchall()
-        return [HistoryEntry(r[0], r[1], r[2], _ts(r[3]) or datetime.now(timezone.utc), r[4], r[5],
-                             json.loads(r[6] or "{}")) for r in rows]
+        return [history_from_row(r) for r in rows]
 
     def relations(self, user_id: str, memory_id: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -389,7 +373,7 @@ class SqliteIndex:
     # ---- deleted means deleted (engine/purge.py) --------------------------------------------
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         with self._lock:
-            return [_row_to_record(r) for r in self._db.execute(
+            return [record_from_row(r) for r in self._db.execute(
                 f"SELECT {_COLS} FROM memories WHERE user_id = ? AND is_active = 0 AND superseded_by IN "
                 "(SELECT value FROM json_each(?)) ORDER BY rowid", (user_id, json.dumps(list(ids))))]
 
@@ -399,7 +383,7 @@ class SqliteIndex:
             return []
         cond = " OR ".join(["instr(context, ?) > 0"] * len(texts))
         with self._lock:
-            return [_row_to_record(r) for r in self._db.execute(
+            return [record_from_row(r) for r in self._db.execute(
                 f"SELECT {_COLS} FROM memories WHERE user_id = ? AND context != '' AND ({cond}) ORDER BY rowid",
                 [user_id, *texts])]
 
