@@ -92,8 +92,9 @@ def memory_section(retrieval: Retrieval | None, pins: Sequence[str], language: s
     pinned = set(pins)
     if retrieval is not None:
         grouped: dict[str, list[str]] = {}
+        noted = {n.path for n in retrieval.recent_notes}  # shown whole in the notes section
         for h in retrieval.hits:
-            if h.record.content.strip() in pinned:
+            if h.record.content.strip() in pinned or h.record.file in noted:
                 continue
             key = "turns" if h.record.file == EPISODIC else h.record.memory_type.value
             grouped.setdefault(key, []).append(_line(h))
