@@ -56,3 +56,42 @@ def test_daily_note_found_by_search_appears_once_in_context(mem: Memory):
     system = msgs[0]["content"]
     assert "## Recent notes" in system
     assert system.count("Dentist appointment moved to Thursday afternoon") == 1, system
+
+
+_MEMORIES = ["Left the car on level 3 of the airport garage, spot B12", "车停在机场停车场三楼B12号位", "I like sushi",
+             "My daughter is called Mei", "我女儿叫小美", "I work as a nurse", "我在医院当护士",
+             "Meeting with Bob on Friday", "Our car is a red Toyota"]
+
+
+@pytest.fixture
+def stocked(mem: Memory) -> Memory:
+    for t in _MEMORIES:
+        mem.add(t, "alice", infer=False)
+    return mem
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("where I parked the car", ["Left the car on level 3 of the airport garage, spot B12"]),
+    ("我把车停哪了", ["车停在机场停车场三楼B12号位"]),
+    ("我停车的位置", ["车停在机场停车场三楼B12号位"]),
+    ("my daughter", ["My daughter is called Mei"]),
+    ("the weather tomorrow", []),
+    ("I like pizza", []),
+    ("my son's name", []),
+    ("明天天气", []),
+    ("我喜欢吃披萨", []),
+])
+def test_forget_finds_the_clearly_relevant_top_hit_and_nothing_unrelated(stocked: Memory, query: str,
+                                                                          expected: list[str]):
+    if expected:  # the search ranks the memory at the top
+        assert expected[0] in [h.record.content for h in stocked.search(query, "alice", record_access=False)[:2]]
+    preview = [r.content for r in stocked.forget(query, "alice", dry_run=True)]
+    assert preview == expected
+    assert [r.content for r in stocked.forget(query, "alice")] == expected  # the dry run says what happens
+    left = {r.content for r in stocked.get_all("alice")}
+    assert left == set(_MEMORIES) - set(expected)
+
+
+def test_forget_request_in_a_conversation_uses_the_same_rule(stocked: Memory):
+    res = stocked.add([{"role": "user", "content": "forget where I parked the car"}], "alice")
+    assert [r.content for r in res.forgotten] == ["Left the car on level 3 of the airport garage, spot B12"]
