@@ -95,3 +95,15 @@ def test_forget_finds_the_clearly_relevant_top_hit_and_nothing_unrelated(stocked
 def test_forget_request_in_a_conversation_uses_the_same_rule(stocked: Memory):
     res = stocked.add([{"role": "user", "content": "forget where I parked the car"}], "alice")
     assert [r.content for r in res.forgotten] == ["Left the car on level 3 of the airport garage, spot B12"]
+
+
+def test_one_chat_client_shared_by_writer_and_sessions_and_closed(root: Path, embedder,
+                                                                  monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MEMFOLD_LLM__BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("MEMFOLD_LLM__MODEL", "m")
+    m = Memory(root=root, embedder=embedder)
+    chat = m.chat_model
+    assert chat is not None and m.writer.llm.chat is chat
+    assert m.session("s1", "alice").summarizer.chat is chat
+    m.close()
+    assert chat._client.is_closed
