@@ -163,13 +163,13 @@ class Memory:
                structured_data: dict[str, Any] | None = None) -> MemoryRecord:
         """Change a memory's words, importance, type or structure (after a backup); a call that
         changes nothing writes nothing and returns the memory unchanged."""
-        memory_id = guard.ident(memory_id, "memory_id")
         importance = guard.optional_number(importance, "importance")
         mtype = guard.memory_type(memory_type)
         structured_data = guard.structured_data(structured_data)
         check_fields(structured_data=structured_data)
         content = guard.optional_text(content, "content")
-        return self.editor.update(memory_id, guard.user(user_id), content=content, importance=importance,
+        user_id, memory_id = guard.user(user_id), guard.ident(memory_id, "memory_id")
+        return self.editor.update(memory_id, user_id, content=content, importance=importance,
                                   memory_type=mtype, structured_data=structured_data)
 
     def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
