@@ -295,8 +295,8 @@ class Session:
             return []
         try:
             self._ports.ingest.add([{"role": m["role"], "content": m["content"], "timestamp": m.get("at")}
-                             for m in messages if m["content"].strip()],
-                            self.user_id, agent_id=self.agent_id, session_id=self.session_id)
+                                    for m in messages if m["content"].strip()],
+                                   self.user_id, agent_id=self.agent_id, session_id=self.session_id)
         except MemfoldError as exc:
             log.warning("session %s: extraction of folded messages failed: %s", self.session_id, exc)
             return [f"extraction failed: {exc}"]
@@ -314,6 +314,7 @@ def session_policy(base: Policy, preset: str | None, overrides: dict[str, Any] |
 
 
 def check_language(language: str) -> str:
+    """A session's language (by default the one the user's MEMORY.md was initialised with)."""
     if language not in ("en", "zh"):
         raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
     return language
