@@ -194,8 +194,10 @@ def update(memory_id: str = typer.Argument(...), content: Optional[str] = typer.
            importance: Optional[float] = typer.Option(None, "--importance"),
            user: str = typer.Option("default", "--user", "-u")) -> None:
     """Change the text or importance of a memory (MEMORY.md is backed up first)."""
-    r = State.memory().update(memory_id, user, content=content, importance=importance)
-    out.print(f"updated {r.id}: {r.content}")
+    m = State.memory()
+    before = m.get(memory_id, user)
+    r = m.update(memory_id, user, content=content, importance=importance)
+    out.print(f"{'unchanged' if r == before else 'updated'} {r.id}: {r.content}")
 
 
 @app.command()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +22,7 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.capacity import cap_text
 from ..text.terms import terms
 from ..text.tokens import count_many, count_tokens, truncate_tokens
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from .ports import Retrieves
 
 MESSAGE_OVERHEAD = 4  # tokens a chat message costs beyond its content (role, separators)
 REPLY_PRIMING = 3  # tokens that prime the assistant's reply
@@ -94,8 +92,9 @@ def memory_section(retrieval: Retrieval | None, pins: Sequence[str], language: s
     pinned = set(pins)
     if retrieval is not None:
         grouped: dict[str, list[str]] = {}
+        noted = {n.path for n in retrieval.recent_notes}  # shown whole in the notes section
         for h in retrieval.hits:
-            if h.record.content.strip() in pinned:
+            if h.record.content.strip() in pinned or h.record.file in noted:
                 continue
             key = "turns" if h.record.file == EPISODIC else h.record.memory_type.value
             grouped.setdefault(key, []).append(_line(h))
@@ -160,8 +159,12 @@ def select_relevant(history: Sequence[dict[str, Any]], query: str, limit: int, f
 
 # ---- the builder -----------------------------------------------------------------------
 class ContextBuilder:
-    def __init__(self, memory: "Memory", user_id: str, policy: Policy, language: str):
-        self.memory = memory
+    """The messages for one user message; reads memories through ``retriever`` (``Retrieves``)
+    and embeds history turns with ``embedder`` (relevant-history mode)."""
+
+    def __init__(self, retriever: Retrieves, embedder: Embedder, user_id: str, policy: Policy, language: str):
+        self.retriever = retriever
+        self.embedder = embedder
         self.user_id = user_id
         self.policy = policy
         self.language = language if language in LABELS else "en"
@@ -177,7 +180,7 @@ class ContextBuilder:
         parts = [base_prompt.strip() if base_prompt is not None else lab["base" if memory_enabled else "base_off"]]
         memory_chars, truncated, ids = 0, False, ()
         if memory_enabled:
-            retrieval = self.memory.retrieve(user_message if user_message.strip() else None, self.user_id)
+            retrieval = self.retriever.retrieve(user_message if user_message.strip() else None, self.user_id)
             ids = tuple(h.record.id for h in retrieval.hits)
             block = memory_section(retrieval, list(pins), self.language)
             if block:
@@ -208,7 +211,7 @@ class ContextBuilder:
         available = len(hist)
         if pol.session_relevant_history_limit > 0:
             hist = select_relevant(hist, user_message, pol.session_relevant_history_limit,
-                                   pol.session_relevant_fallback_keep, self.memory.embedder, self.vector_cache)
+                                   pol.session_relevant_fallback_keep, self.embedder, self.vector_cache)
         room = budget - sys_tokens - tail_tokens
         sizes = count_many([m["content"] for m in hist], enc)
         start = len(hist)

@@ -16,27 +16,26 @@ from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
                       SearchHit, utcnow)
 from ..policy import Policy, load_overrides
-from ..providers.chat import ChatModel, make_chat_model
+from ..providers.chat import ChatModel
 from ..providers.embedder import Embedder, make_embedder
-from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.secrets import redact
-from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
 from . import guard
 from . import records as rec
+from .edit import Editor
 from .guard import check_fields, screen_text
 from .pin import PinList, PinStore
-from .purge import purge, remove
 from .read import Retriever
-from .session import STATE_KIND as SESSION_KIND, Session, open_session, stateless_context
+from .ports import SessionPorts
+from .session import (DEFAULT_AGENT, STATE_KIND as SESSION_KIND, Session, check_language, session_policy,
+                      stateless_context)
 from .store import UserStore, daily_file
 from .user_language import user_language
 from .write import WritePath
 
 log = logging.getLogger("memfold")
-FORGET_MIN_SIMILARITY = 0.6
 
 
 class Memory:
@@ -56,9 +55,9 @@ class Memory:
         self._policies: dict[str, Policy] = {}
         self._stores: dict[str, UserStore] = {}
         self._lock = threading.RLock()
-        self.writer = WritePath(self._store, self.policy, llm=self.settings.llm,
-                                forget=lambda query, user: self.forget(query, user, dry_run=True))
         self.retriever = Retriever(self._store, self.policy)
+        self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
+        self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder)
         self.policy("default")  # validate argument overrides at construction
 
     # ---- wiring ----------------------------------------------------------------------
@@ -87,6 +86,10 @@ class Memory:
         return st
 
     def close(self) -> None:
+        """Close the index and the LLM client (the chat model made from the settings)."""
+        chat_close = getattr(self.chat_model, "close", None)
+        if callable(chat_close):
+            chat_close()
         self.index.close()
 
     def __enter__(self) -> "Memory":
@@ -160,87 +163,32 @@ class Memory:
     def update(self, memory_id: str, user_id: str = "default", *, content: str | None = None,
                importance: float | None = None, memory_type: str | MemoryType | None = None,
                structured_data: dict[str, Any] | None = None) -> MemoryRecord:
+        """Change a memory's words, importance, type or structure (after a backup); a call that
+        changes nothing writes nothing and returns the memory unchanged."""
         importance = guard.optional_number(importance, "importance")
-        memory_type = guard.memory_type(memory_type)
+        mtype = guard.memory_type(memory_type)
         structured_data = guard.structured_data(structured_data)
         check_fields(structured_data=structured_data)
         content = guard.optional_text(content, "content")
-        self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
-        old = self.get(memory_id, user_id)
-        new = old
-        if content is not None:
-            text = clean_content(content)
-            if not text:
-                raise InvalidInputError("new content is empty; use delete() to remove a memory")
-            check_length("the new content", text, MAX_CONTENT_CHARS)
-            text = screen_text(text, "the new content").text
-            new = new.with_(content=text)
-            if structured_data is None and old.structured_data == extraction.classify(old.content)[1]:
-                # the old structure was read from the old words by the rules: read it from the new ones
-                new = new.with_(structured_data=extraction.classify(text)[1])
-        if importance is not None:
-            new = new.with_(importance=importance)
-        if structured_data is not None:
-            new = new.with_(structured_data=dict(structured_data))
-        st = self._store(user_id)
-        if memory_type is not None:
-            t = MemoryType.parse(memory_type)
-            if old.file in (FILE_MEMORY, "learnings.md") and (t is MemoryType.SKILL) != (old.memory_type is MemoryType.SKILL):
-                raise InvalidInputError("a skill lives in learnings.md: delete and add it again to change its file")
-            new = new.with_(memory_type=t)
-        new = new.with_(updated_at=utcnow())
-        if old.file != EPISODIC and new.memory_type != old.memory_type:
-            st.rewrite(old, None, "update", {"moved": True})
-            st.append([new], None, [HistoryEntry(new.id, user_id, "update", utcnow(), old.content, new.content,
-                                                 {"type": new.memory_type.value})])
-            return self.get(memory_id, user_id)
-        st.rewrite(old, new, "update", {})
-        return self.get(memory_id, user_id)
+        user_id, memory_id = guard.user(user_id), guard.ident(memory_id, "memory_id")
+        return self.editor.update(memory_id, user_id, content=content, importance=importance,
+                                  memory_type=mtype, structured_data=structured_data)
 
     def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
+        """Delete a memory (active or archived) with every other copy of its words."""
         if action not in ("delete", "forget"):
             raise InvalidInputError(f"action must be 'delete' or 'forget', got {action!r}")
-        self._store(guard.user(user_id)).sync()  # a write waits for other writers' changes
-        old = self.get(memory_id, user_id, include_archived=True)
-        st = self._store(user_id)
-        remove(st, old, action, {})
-        older = purge(st, [old])  # deleted means deleted: history words, older versions, backups, snapshot
-        self.pin_store.discard(user_id, [r.content for r in [old, *older]])
-        return old
+        return self.editor.delete(guard.ident(memory_id, "memory_id"), guard.user(user_id), action=action)
 
     def forget(self, query_or_id: str, user_id: str = "default", *, dry_run: bool = False) -> list[MemoryRecord]:
-        """Delete a memory by id, or every memory that matches a query: all the query's terms appear
-        in it, or its meaning is close (cosine ≥ 0.6). Returns what was (or would be) deleted."""
+        """Delete a memory by id, or every memory a query matches (``edit.forget_targets``: all the
+        query's terms appear in it, or its meaning is close). Returns what was (or would be) deleted."""
         user_id = guard.user(user_id)
         query_or_id = clean_content(guard.text(query_or_id, "query_or_id"))
         dry_run = guard.flag(dry_run, "dry_run")
         if not query_or_id:
             raise InvalidInputError("forget needs a memory id or some words")
-        st = self._store(user_id)
-        st.sync()
-        found = self.index.get(user_id, [query_or_id.strip()])
-        if found:
-            targets = found
-        else:
-            qt = set(terms(query_or_id, query=True))
-            hits = self.retriever.search(query_or_id, user_id, limit=50, record_access=False)
-            # every query term present, or close in meaning (one batch for the query and all hits)
-            vecs = self.embedder.embed([query_or_id] + [h.record.content for h in hits]) if hits else None
-            targets = [h.record for i, h in enumerate(hits, 1)
-                       if (qt and qt <= set(terms(h.record.content)))
-                       or float(vecs[i] @ vecs[0]) >= FORGET_MIN_SIMILARITY]
-        if not dry_run:
-            done = []
-            for r in targets:
-                try:
-                    remove(st, r, "forget", {"by": "id" if found else "query"})
-                except NotFoundError:  # deleted meanwhile by another thread or process: gone already
-                    continue
-                done.append(r)
-            targets = done
-            older = purge(st, targets)  # deleted means deleted: history words, older versions, backups, snapshot
-            self.pin_store.discard(user_id, [r.content for r in [*targets, *older]])
-        return targets
+        return self.editor.forget(query_or_id, user_id, dry_run=dry_run)
 
     # ---- read ----------------------------------------------------------------------------
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
@@ -325,11 +273,9 @@ class Memory:
 
     @property
     def chat_model(self) -> ChatModel | None:
-        """The configured LLM ([llm] provider), or None: summaries are then extractive."""
-        with self._lock:
-            if "_chat_model" not in self.__dict__:
-                self._chat_model = make_chat_model(self.settings.llm)
-            return self._chat_model
+        """The configured LLM ([llm] provider), or None: summaries are then extractive. One client
+        for the write path's LLM steps and the sessions' summaries, closed by ``close()``."""
+        return self.writer.llm.chat
 
     def session(self, session_id: str, user_id: str = "default", agent_id: str | None = None, *,
                 preset: str | None = None, policy: dict[str, Any] | None = None, memory_enabled: bool = True,
@@ -339,9 +285,16 @@ class Memory:
         A new session belongs to ``agent_id`` (default ``"default"``); a resumed one keeps its agent."""
         session_id = guard.ident(session_id, "session_id")
         agent_id = guard.optional_ident(agent_id, "agent_id")
-        return open_session(self, session_id, guard.user(user_id), agent_id, preset=preset, policy=policy,
-                            memory_enabled=memory_enabled, chat_model=chat_model, language=language,
-                            on_notice=on_notice)
+        user_id = guard.user(user_id)
+        pol = session_policy(self.policy(user_id), preset, policy)
+        chat = chat_model if chat_model is not None else self.chat_model
+        return Session(self._session_ports, session_id, user_id, agent_id, pol, chat=chat,
+                       language=check_language(language or self.language(user_id)),
+                       memory_enabled=memory_enabled, on_notice=on_notice)
+
+    @property
+    def _session_ports(self) -> SessionPorts:
+        return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index)
 
     def sessions(self, user_id: str = "default") -> list[str]:
         return self.index.list_state(check_user_id(user_id), SESSION_KIND)
@@ -366,8 +319,11 @@ class Memory:
         if session_id is not None:
             return self.session(session_id, user_id, agent_id, memory_enabled=memory_enabled,
                                 language=language).build_context(user_message, base_prompt=base_prompt)
-        return stateless_context(self, user_message, check_user_id(user_id), agent_id, base_prompt=base_prompt,
-                                 memory_enabled=memory_enabled, language=language)
+        user_id = check_user_id(user_id)
+        pins = self.recent_memories(agent_id or DEFAULT_AGENT, user_id) if memory_enabled else []
+        return stateless_context(self._session_ports, pins, self.policy(user_id), user_message, user_id,
+                                 language=language or self.language(user_id), base_prompt=base_prompt,
+                                 memory_enabled=memory_enabled)
 
     # ---- maintenance ---------------------------------------------------------------------
     def reindex(self, user_id: str | None = None) -> dict[str, int]:

@@ -26,10 +26,10 @@ from . import guard
 from .context import MESSAGE_OVERHEAD, BuiltContext, ContextBuilder, reserve_tokens
 from .guard import check_fields
 from .pin import PinList
+from .ports import SessionPorts
 from .summarizer import SessionSummarizer, summary_budget
 
 if TYPE_CHECKING:
-    from .memory import Memory
     from .scratchpad import TaskScratchpad
 
 log = logging.getLogger("memfold")
@@ -96,13 +96,13 @@ class _State:
 class Session:
     """Use ``Memory.session(session_id, user_id=..., agent_id=...)``."""
 
-    def __init__(self, memory: "Memory", session_id: str, user_id: str, agent_id: str | None, policy: Policy,
+    def __init__(self, ports: SessionPorts, session_id: str, user_id: str, agent_id: str | None, policy: Policy,
                  *, chat: ChatModel | None = None, language: str = "en", memory_enabled: bool = True,
                  on_notice: Callable[[str], None] | None = None):
         if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
             raise InvalidInputError(f"invalid session id {session_id!r}: use 1-200 characters")
         check_fields(session_id=session_id, agent_id=agent_id)
-        self.memory = memory
+        self._ports = ports
         self.session_id = session_id
         self.user_id = user_id
         self.policy = policy
@@ -110,12 +110,12 @@ class Session:
         self.memory_enabled = memory_enabled
         self.on_notice = on_notice
         self.pin_content = ""  # backward compatible (seed 000); has no effect
-        self._index = memory.index
+        self._index = ports.state
         self._lock = threading.RLock()
         self.summarizer = SessionSummarizer(chat, language=language, encoding=policy.token_encoding,
                                             budget_tokens=summary_budget(policy.context_window),
                                             chunk_tokens=max(256, policy.context_window // 2))
-        self._builder = ContextBuilder(memory, user_id, policy, language)
+        self._builder = ContextBuilder(ports.retriever, ports.embedder, user_id, policy, language)
         stored = self._index.get_state(user_id, STATE_KIND, session_id)
         if stored is None:  # a new session belongs to the given agent, else to "default"
             now = utcnow().isoformat()
@@ -155,7 +155,7 @@ class Session:
 
     @property
     def pins(self) -> PinList:
-        return self.memory.pins(self.agent_id, self.user_id)
+        return self._ports.pins.pins(self.agent_id, self.user_id)
 
     @property
     def recent_memories(self) -> list[str]:
@@ -294,9 +294,9 @@ class Session:
         if not self.memory_enabled or not messages:
             return []
         try:
-            self.memory.add([{"role": m["role"], "content": m["content"], "timestamp": m.get("at")}
-                             for m in messages if m["content"].strip()],
-                            self.user_id, agent_id=self.agent_id, session_id=self.session_id)
+            self._ports.ingest.add([{"role": m["role"], "content": m["content"], "timestamp": m.get("at")}
+                                    for m in messages if m["content"].strip()],
+                                   self.user_id, agent_id=self.agent_id, session_id=self.session_id)
         except MemfoldError as exc:
             log.warning("session %s: extraction of folded messages failed: %s", self.session_id, exc)
             return [f"extraction failed: {exc}"]
@@ -313,28 +313,17 @@ def session_policy(base: Policy, preset: str | None, overrides: dict[str, Any] |
     return pol.merged(overrides, "session arguments")
 
 
-def _language(memory: "Memory", language: str | None, user_id: str) -> str:
-    lang = language or memory.language(user_id)  # the language the user's MEMORY.md was initialised with
-    if lang not in ("en", "zh"):
-        raise InvalidInputError(f"language must be 'en' or 'zh', got {lang!r}")
-    return lang
+def check_language(language: str) -> str:
+    """A session's language (by default the one the user's MEMORY.md was initialised with)."""
+    if language not in ("en", "zh"):
+        raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
+    return language
 
 
-def open_session(memory: "Memory", session_id: str, user_id: str, agent_id: str | None, *,
-                 preset: str | None = None, policy: dict[str, Any] | None = None, memory_enabled: bool = True,
-                 chat_model: ChatModel | None = None, language: str | None = None,
-                 on_notice: Callable[[str], None] | None = None) -> Session:
-    pol = session_policy(memory.policy(user_id), preset, policy)
-    chat = chat_model if chat_model is not None else memory.chat_model
-    return Session(memory, session_id, user_id, agent_id, pol, chat=chat,
-                   language=_language(memory, language, user_id),
-                   memory_enabled=memory_enabled, on_notice=on_notice)
-
-
-def stateless_context(memory: "Memory", user_message: str, user_id: str, agent_id: str | None, *,
-                      base_prompt: str | None = None, memory_enabled: bool = True,
-                      language: str | None = None) -> list[dict[str, str]]:
+def stateless_context(ports: SessionPorts, pins: Sequence[str], policy: Policy, user_message: str, user_id: str, *,
+                      language: str, base_prompt: str | None = None,
+                      memory_enabled: bool = True) -> list[dict[str, str]]:
     """``build_context`` without a session: memory, the agent's pins and the message."""
-    pins = memory.recent_memories(agent_id or DEFAULT_AGENT, user_id) if memory_enabled else []
-    builder = ContextBuilder(memory, user_id, memory.policy(user_id), _language(memory, language, user_id))
-    return builder.build(user_message, pins=pins, memory_enabled=memory_enabled, base_prompt=base_prompt).messages
+    builder = ContextBuilder(ports.retriever, ports.embedder, user_id, policy, check_language(language))
+    return builder.build(user_message, pins=pins if memory_enabled else [], memory_enabled=memory_enabled,
+                         base_prompt=base_prompt).messages

@@ -1,0 +1,48 @@
+"""What sessions and the context builder need from the engine, as narrow protocols.
+
+``Session`` and ``ContextBuilder`` depend on these, not on the ``Memory`` facade: they
+retrieve memories (``Retrieves``), send folded messages to long-term extraction (``Ingests``)
+and read an agent's pin list (``Pins``). ``Memory`` satisfies all three."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..models import AddResult, Retrieval
+from ..providers.embedder import Embedder
+from .pin import PinList
+
+
+class Retrieves(Protocol):
+    def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval: ...
+
+
+class Ingests(Protocol):
+    def add(self, data: str | Sequence[Any], user_id: str = "default", *, agent_id: str | None = None,
+            session_id: str | None = None) -> AddResult: ...
+
+
+class SessionState(Protocol):
+    """The index's state rows (where a session's buffer and summary persist)."""
+
+    def get_state(self, user_id: str, kind: str, key: str) -> dict[str, Any] | None: ...
+    def put_state(self, user_id: str, kind: str, key: str, value: dict[str, Any]) -> None: ...
+    def delete_state(self, user_id: str, kind: str, key: str) -> None: ...
+
+
+class Pins(Protocol):
+    def pins(self, agent_id: str, user_id: str = "default") -> PinList: ...
+
+
+@dataclass(frozen=True)
+class SessionPorts:
+    """What a session uses: retrieval, ingestion, pin lists, the embedder (relevant history)
+    and the state rows."""
+
+    retriever: Retrieves
+    ingest: Ingests
+    pins: Pins
+    embedder: Embedder
+    state: SessionState
