@@ -178,7 +178,7 @@ class ContextBuilder:
         pol, lab, enc = self.policy, LABELS[self.language], self.policy.token_encoding
         budget = pol.context_window - reserve_tokens(pol.context_window)
         parts = [base_prompt.strip() if base_prompt is not None else lab["base" if memory_enabled else "base_off"]]
-        memory_chars, truncated, ids = 0, False, ()
+        memory_chars, truncated, ids = 0, False, tuple[str, ...]()
         if memory_enabled:
             retrieval = self.retriever.retrieve(user_message if user_message.strip() else None, self.user_id)
             ids = tuple(h.record.id for h in retrieval.hits)

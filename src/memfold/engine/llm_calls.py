@@ -65,7 +65,7 @@ def record_usage(index: Index, user_id: str, operation: str, calls: LLMCalls, lo
     namespace's workspace lock, so that processes do not lose each other's counts)."""
     if not calls.calls:
         return
-    entry = {"operation": operation, "at": utcnow().isoformat(), "calls": calls.calls, "failures": calls.failures,
+    entry: dict[str, Any] = {"operation": operation, "at": utcnow().isoformat(), "calls": calls.calls, "failures": calls.failures,
              "purposes": dict(calls.by_purpose), **calls.usage}
     with _usage_lock, (lock if lock is not None else _nolock()):
         doc = index.get_state(user_id, USAGE_KIND, USAGE_KEY) or {}

@@ -48,7 +48,7 @@ def save(path: Path, *, instance: str, seq: int, user_id: str, vectors: VectorMa
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub reads ** as allow_pickle
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

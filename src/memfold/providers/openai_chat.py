@@ -96,7 +96,7 @@ class OpenAIChatModel:
             except httpx.TimeoutException as exc:
                 failure: ProviderError = ProviderTimeout(
                     f"LLM endpoint {self.base_url} did not answer within {self._client.timeout.read}s")
-                cause: BaseException = exc
+                cause: BaseException | None = exc
             except httpx.HTTPError as exc:
                 failure, cause = ProviderError(f"LLM endpoint {self.base_url} unreachable: "
                                                f"{type(exc).__name__}: {exc}"), exc
@@ -141,7 +141,8 @@ class OpenAIChatModel:
         if not isinstance(text, str):
             raise ProviderResponseError(f"LLM endpoint {self.base_url} sent a message without text content "
                                         f"(finish_reason={choice.get('finish_reason')!r})")
-        raw_usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        got = data.get("usage")
+        raw_usage: dict[str, Any] = got if isinstance(got, dict) else {}
         usage = {k: int(raw_usage[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
                  if isinstance(raw_usage.get(k), (int, float))}
         if "total_tokens" not in usage and usage:

@@ -63,8 +63,8 @@ def classify(text: str) -> tuple[MemoryType, dict[str, Any]]:
     m = _PREF_ZH_BEST.search(text)
     if m:
         verb, key = m.group(1), (m.group(3) or m.group(2)).strip()
-        data = {"polarity": "dislike" if verb in ("讨厌", "不喜欢") else "like", "object": _trim(m.group(4))}
-        return MemoryType.PREFERENCE, ({"key": key} if key else {}) | data
+        pref = {"polarity": "dislike" if verb in ("讨厌", "不喜欢") else "like", "object": _trim(m.group(4))}
+        return MemoryType.PREFERENCE, ({"key": key} if key else {}) | pref
     for pat, lang in ((_PREF_EN, "en"), (_PREF_ZH, "zh")):
         m = pat.search(text)
         if m:

@@ -366,7 +366,7 @@ class GuardedFile:
                 backup_keep = None
             try:
                 old, st = atomic_swap(self.path, out, lambda p: read_settled(p, expect_marker=marked)[0] or "",
-                                      None if on_disk is None else lambda: _same_file(self.path, on_disk))
+                                      None if on_disk is None else functools.partial(_same_file, self.path, on_disk))
             except ChangedMeanwhile:
                 break
             # remembered once written (a failed write changes nothing); other memfold processes
