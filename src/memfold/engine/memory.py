@@ -194,6 +194,8 @@ class Memory:
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
                include_episodic: bool = True) -> list[SearchHit]:
+        """Hybrid search (keywords + vectors, rescored by similarity, recency and importance);
+        updates access statistics unless ``record_access=False``."""
         user_id = guard.user(user_id)
         query = guard.text(query, "query")
         if not query.strip():
@@ -215,6 +217,7 @@ class Memory:
         return self.retriever.retrieve(query, user_id, limit=limit)
 
     def get(self, memory_id: str, user_id: str = "default", *, include_archived: bool = True) -> MemoryRecord:
+        """One memory by id (archived ones too unless ``include_archived=False``); ``NotFoundError`` when there is none."""
         memory_id = guard.ident(memory_id, "memory_id")
         include_archived = guard.flag(include_archived, "include_archived")
         st = self._store(user_id)
@@ -226,6 +229,7 @@ class Memory:
 
     def get_all(self, user_id: str = "default", *, memory_type: str | None = None, include_archived: bool = False,
                 include_episodic: bool = True, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+        """The namespace's memories, optionally of one type, with archived ones, paged by ``limit``/``offset``."""
         mtype = guard.memory_type(memory_type)
         memory_type = mtype.value if mtype is not None else None
         include_archived = guard.flag(include_archived, "include_archived")
@@ -239,6 +243,7 @@ class Memory:
         return [r for r in rows if include_episodic or r.file != EPISODIC]
 
     def history(self, memory_id: str, user_id: str = "default") -> list[HistoryEntry]:
+        """Every change of a memory, oldest first (add, update, edit by hand, merge, archive, delete, forget)."""
         memory_id = guard.ident(memory_id, "memory_id")
         self._store(user_id).sync(wait=False)
         entries = self.index.history(user_id, memory_id)
@@ -247,12 +252,15 @@ class Memory:
         return entries
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
+        """The relations of a memory to others (``contradicts``, ``refines``, …)."""
         return self.index.relations(guard.user(user_id), guard.ident(memory_id, "memory_id"))
 
     def users(self) -> list[str]:
+        """Every namespace that has files or index rows."""
         return sorted(set(self.workspace.user_ids()) | set(self.index.user_ids()))
 
     def stats(self, user_id: str = "default") -> dict[str, Any]:
+        """Counts by type, archived and episodic rows, average importance, file sizes, LLM usage."""
         st = self._store(user_id)
         st.sync(wait=False)
         out = self.index.stats(user_id)
@@ -266,6 +274,7 @@ class Memory:
     # ---- conversation: sessions, pin lists, context (SPEC §6-7) ---------------------------------
     @property
     def pin_store(self) -> "PinStore":
+        """The agents' pin lists of every namespace (seed 000), persisted in the index."""
         with self._lock:
             if "_pin_store" not in self.__dict__:
                 self._pin_store = PinStore(self.index, lambda u: self.policy(u).max_recent_memories)
@@ -297,9 +306,11 @@ class Memory:
         return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index)
 
     def sessions(self, user_id: str = "default") -> list[str]:
+        """The ids of the namespace's sessions."""
         return self.index.list_state(check_user_id(user_id), SESSION_KIND)
 
     def pins(self, agent_id: str, user_id: str = "default") -> PinList:
+        """The pin list of one agent: the last ``max_recent_memories`` memories it saved."""
         return self.pin_store.get(guard.user(user_id), guard.ident(agent_id, "agent_id"))
 
     def recent_memories(self, agent_id: str, user_id: str = "default") -> list[str]:

@@ -130,6 +130,7 @@ class Session:
     # ---- reading -----------------------------------------------------------------------
     @property
     def agent_id(self) -> str:
+        """The agent the session belongs to."""
         return self._state.agent_id or DEFAULT_AGENT
 
     @property
@@ -140,10 +141,12 @@ class Session:
 
     @property
     def summary(self) -> str:
+        """The rolling summary of the folded messages."""
         return self._state.summary
 
     @property
     def info(self) -> dict[str, Any]:
+        """Sizes and counters of the session (messages, folds, tokens, dates)."""
         with self._lock:
             s = self._state
             return {"session_id": s.session_id, "user_id": self.user_id, "agent_id": s.agent_id,
@@ -155,10 +158,12 @@ class Session:
 
     @property
     def pins(self) -> PinList:
+        """The pin list of the session's agent."""
         return self._ports.pins.pins(self.agent_id, self.user_id)
 
     @property
     def recent_memories(self) -> list[str]:
+        """The last memories the session's agent saved, oldest first."""
         return self.pins.recent_memories
 
     def token_count(self) -> int:
