@@ -73,7 +73,8 @@ def render_eval(report: dict[str, Any], console: Console) -> None:
         console.print(c)
 
 
-def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool, no_extract: bool) -> None:
+def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool,
+         no_extract: bool) -> None:
     from ..eval.harness import parse_ks
 
     if kind == "locomo":
@@ -97,7 +98,8 @@ _NOX_HELP = "Store turns only (no rule-extracted memories)."
 
 
 @eval_app.command("locomo")
-def eval_locomo(ctx: typer.Context, path: Path = typer.Argument(..., help="A LoCoMo JSON file, e.g. ../shared/data/locomo/locomo_dev.json."),
+def eval_locomo(ctx: typer.Context,
+                path: Path = typer.Argument(..., help="A LoCoMo JSON file, e.g. ../shared/data/locomo/locomo_dev.json."),
                 k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,5,10,20,50)."),
                 as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
@@ -107,7 +109,8 @@ def eval_locomo(ctx: typer.Context, path: Path = typer.Argument(..., help="A LoC
 
 
 @eval_app.command("madial")
-def eval_madial(ctx: typer.Context, path: Path = typer.Argument(..., help="A MADial-Bench language folder, e.g. ../shared/data/madial/zh."),
+def eval_madial(ctx: typer.Context,
+                path: Path = typer.Argument(..., help="A MADial-Bench language folder, e.g. ../shared/data/madial/zh."),
                 k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,3,5,10)."),
                 as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),

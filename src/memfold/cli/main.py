@@ -31,7 +31,8 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(ctx: typer.Context, root: Optional[str] = typer.Option(None, "--root", help="Workspace folder (default $MEMFOLD_HOME or ./.memfold)."),
+def _root(ctx: typer.Context,
+          root: Optional[str] = typer.Option(None, "--root", help="Workspace folder (default $MEMFOLD_HOME or ./.memfold)."),
           verbose: bool = typer.Option(False, "--verbose", "-v", help="Log what the engine does to stderr."),
           version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version of memfold and exit.")) -> None:
@@ -170,7 +171,8 @@ def list_(ctx: typer.Context, user: User = "default",
 
 
 @app.command()
-def update(ctx: typer.Context, memory_id: str = typer.Argument(...), content: Optional[str] = typer.Option(None, "--content", "-c"),
+def update(ctx: typer.Context, memory_id: str = typer.Argument(...),
+           content: Optional[str] = typer.Option(None, "--content", "-c"),
            importance: Optional[float] = typer.Option(None, "--importance"),
            user: User = "default") -> None:
     """Change the text or importance of a memory (MEMORY.md is backed up first)."""
@@ -272,7 +274,8 @@ def export_(ctx: typer.Context, file: Optional[Path] = typer.Argument(None, help
 
 
 @app.command("import")
-def import_(ctx: typer.Context, file: Path = typer.Argument(..., help="A JSONL file written by 'memfold export' (or a JSON array of its records).")) -> None:
+def import_(ctx: typer.Context,
+            file: Path = typer.Argument(..., help="A JSONL file written by 'memfold export' (or a JSON array of its records).")) -> None:
     """Import memories exported by 'memfold export' (ids are kept)."""
     rows = render.read_records(file)
     n = runtime(ctx).memory().import_records(rows)

@@ -29,7 +29,8 @@ Or once in <root>/config.toml:
 CHAT_HELP = "Type a message and press Enter. /summary shows the conversation summary, /exit quits."
 
 
-def chat(ctx: typer.Context, session: str = typer.Option("chat", "--session", "-s", help="Session id (resumed when it exists)."),
+def chat(ctx: typer.Context,
+         session: str = typer.Option("chat", "--session", "-s", help="Session id (resumed when it exists)."),
          user: User = "default",
          agent: Optional[str] = typer.Option(None, "--agent", help="Agent id of a new session (owns the pin "
                                              "list; default 'default')."),
