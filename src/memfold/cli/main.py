@@ -76,7 +76,7 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
     replaced = render.superseded(m, user, res.added)
     if as_json:
         print_json({**res.to_dict(), "superseded": [dict(id=old.id, content=old.content, superseded_by=new.id,
-                                                    relation=rel) for new, old, rel in replaced]})
+                                                         relation=rel) for new, old, rel in replaced]})
         return
     for r in res.added:
         out.print(f"added {r.id} [{r.memory_type.value}] {r.content}")
