@@ -202,7 +202,3 @@ def _implied_provider(llm: LLMSettings, sources: Mapping[str, str]) -> LLMSettin
                           "set [llm] model (or MEMFOLD_LLM__MODEL) to use that endpoint, or remove base_url "
                           "to run without an LLM")
     return replace(llm, provider="openai")
-
-
-def with_root(settings: Settings, root: Path) -> Settings:
-    return replace(settings, root=root)

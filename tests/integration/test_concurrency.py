@@ -69,7 +69,7 @@ def test_killed_writer_never_leaves_a_torn_memory_md(root: Path, embedder):
         assert split_marker(text)[0].rstrip().endswith(
             "_Remember what matters, forget what doesn't. Tidy regularly, keep it concise._")
         entries = md.parse(text)
-        assert all(e.id and e.content.startswith(f"k") for e in entries)
+        assert all(e.id and e.content.startswith("k") for e in entries)
         # reopening reconciles whatever the kill left between file and index
         mem = Memory(root=root, embedder=embedder)
         assert {r.id for r in mem.get_all("shared")} == {e.id for e in entries}

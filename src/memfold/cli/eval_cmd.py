@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .common import Json, err, out, print_json, runtime
+
 eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval quality on public benchmarks (no LLM needed).")
 
 
@@ -71,9 +73,9 @@ def render_eval(report: dict[str, Any], console: Console) -> None:
         console.print(c)
 
 
-def _run(kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool, no_extract: bool) -> None:
+def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool,
+         no_extract: bool) -> None:
     from ..eval.harness import parse_ks
-    from .main import State, _json, err, out
 
     if kind == "locomo":
         from ..eval.harness import DEFAULT_KS as ks_default
@@ -83,9 +85,9 @@ def _run(kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool
         from ..eval.madial import run_madial as run
     ks = parse_ks(k) if k else ks_default
     with BarProgress(err) as bar:
-        report = run(path, ks, baselines=baselines, root=State.root, infer=not no_extract, progress=bar)
+        report = run(path, ks, baselines=baselines, root=root, infer=not no_extract, progress=bar)
     if as_json:
-        _json(report)
+        print_json(report)
     else:
         render_eval(report, out)
 
@@ -96,23 +98,25 @@ _NOX_HELP = "Store turns only (no rule-extracted memories)."
 
 
 @eval_app.command("locomo")
-def eval_locomo(path: Path = typer.Argument(..., help="A LoCoMo JSON file, e.g. ../shared/data/locomo/locomo_dev.json."),
+def eval_locomo(ctx: typer.Context,
+                path: Path = typer.Argument(..., help="A LoCoMo JSON file, e.g. ../shared/data/locomo/locomo_dev.json."),
                 k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,5,10,20,50)."),
-                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+                as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
                 no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP)) -> None:
     """LoCoMo evidence recall: ingest each conversation, ask every question, score the turn ids found."""
-    _run("locomo", path, k, as_json, baselines, no_extract)
+    _run(runtime(ctx).root, "locomo", path, k, as_json, baselines, no_extract)
 
 
 @eval_app.command("madial")
-def eval_madial(path: Path = typer.Argument(..., help="A MADial-Bench language folder, e.g. ../shared/data/madial/zh."),
+def eval_madial(ctx: typer.Context,
+                path: Path = typer.Argument(..., help="A MADial-Bench language folder, e.g. ../shared/data/madial/zh."),
                 k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,3,5,10)."),
-                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+                as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
                 no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP)) -> None:
     """MADial-Bench memory recall: each user's memories are the corpus, the dialogue so far is the query."""
-    _run("madial", path, k, as_json, baselines, no_extract)
+    _run(runtime(ctx).root, "madial", path, k, as_json, baselines, no_extract)
 
 
 def render_bench(report: dict[str, Any], console: Console) -> None:
@@ -141,8 +145,8 @@ def render_bench(report: dict[str, Any], console: Console) -> None:
     console.print(t)
 
 
-def bench(n: str = typer.Option("10000,100000", "--n", help="Comma-separated numbers of memories."),
-          as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+def bench(ctx: typer.Context, n: str = typer.Option("10000,100000", "--n", help="Comma-separated numbers of memories."),
+          as_json: Json = False,
           backend: str = typer.Option("sqlite", "--backend", help="Index backend: sqlite or postgres."),
           queries: int = typer.Option(200, "--queries", min=1, help="Search queries timed per size."),
           out_file: Path = typer.Option(Path("memfold-bench.json"), "--out", help="Where the JSON results are written.")
@@ -152,15 +156,19 @@ def bench(n: str = typer.Option("10000,100000", "--n", help="Comma-separated num
 
     from ..eval.bench import run_bench
     from ..eval.harness import parse_ks
-    from .main import State, _json, err, out
 
     sizes = parse_ks(n, "--n")
     with BarProgress(err) as bar:
-        report = run_bench(sizes, backend=backend, root=State.root, n_queries=queries,
+        report = run_bench(sizes, backend=backend, root=runtime(ctx).root, n_queries=queries,
                            n_single=min(200, max(20, queries)), progress=bar)
     out_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if as_json:
-        _json(report)
+        print_json(report)
     else:
         render_bench(report, out)
         err.print(f"results written to {out_file}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(eval_app, name="eval")
+    app.command()(bench)

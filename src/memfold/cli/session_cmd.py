@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import replace
-from typing import Any, Optional
+from typing import Optional
 
 import typer
+
+from .common import Json, NoMemory, System, User, err, out, print_json, runtime
 
 NO_ENDPOINT = """\
 memfold chat needs an OpenAI-compatible chat endpoint, and none is configured.
@@ -29,34 +29,9 @@ Or once in <root>/config.toml:
 CHAT_HELP = "Type a message and press Enter. /summary shows the conversation summary, /exit quits."
 
 
-class _Cli:
-    """The main module's ``State``, ``out`` and ``err``, handed over by ``register`` (importing
-    ``.main`` here would load a second copy of it under ``python -m memfold.cli.main``)."""
-
-    State: Any = None
-    out: Any = None
-    err: Any = None
-
-
-def _cli() -> type[_Cli]:
-    return _Cli
-
-
-def _chat_model(m: Any, base_url: Optional[str], model: Optional[str], api_key_env: Optional[str]) -> Any:
-    """The endpoint from the flags over [llm]; None when neither names one."""
-    from ..providers.chat import make_chat_model
-
-    llm = m.settings.llm
-    if base_url or model or api_key_env:
-        llm = replace(llm, provider="openai", base_url=base_url or llm.base_url, model=model or llm.model,
-                      api_key_env=api_key_env or llm.api_key_env)
-    if not llm.provider or not llm.base_url or not llm.model:
-        return None
-    return make_chat_model(llm)
-
-
-def chat(session: str = typer.Option("chat", "--session", "-s", help="Session id (resumed when it exists)."),
-         user: str = typer.Option("default", "--user", "-u", help="Namespace (user id)."),
+def chat(ctx: typer.Context,
+         session: str = typer.Option("chat", "--session", "-s", help="Session id (resumed when it exists)."),
+         user: User = "default",
          agent: Optional[str] = typer.Option(None, "--agent", help="Agent id of a new session (owns the pin "
                                              "list; default 'default')."),
          base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. "
@@ -65,25 +40,24 @@ def chat(session: str = typer.Option("chat", "--session", "-s", help="Session id
          api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
                                                    help="Environment variable holding the API key."),
          preset: Optional[str] = typer.Option(None, "--preset", help="Session preset: default or chatagent."),
-         system: Optional[str] = typer.Option(None, "--system", help="Base system prompt."),
-         no_memory: bool = typer.Option(False, "--no-memory", help="Memory off: nothing read or injected.")) -> None:
+         system: System = None, no_memory: NoMemory = False) -> None:
     """Chat with an LLM using memfold memory: every turn uses build_context and is saved in the session."""
+    from ..engine.admin import chat_endpoint
     from ..errors import ConfigError, ProviderError
 
-    cli = _cli()
-    m = cli.State.memory()
-    llm = _chat_model(m, base_url, model, api_key_env)
+    m = runtime(ctx).memory()
+    llm = chat_endpoint(m.settings.llm, base_url=base_url, model=model, api_key_env=api_key_env)
     if llm is None:
         raise ConfigError(NO_ENDPOINT.rstrip())
     s = m.session(session, user, agent, preset=preset, memory_enabled=not no_memory, chat_model=llm,
-                  on_notice=lambda text: cli.out.print(text, markup=False, highlight=False))
+                  on_notice=lambda text: out.print(text, markup=False, highlight=False))
     interactive = sys.stdin.isatty()
     failures = 0
     if interactive:
-        cli.err.print(f"session {session!r} ({len(s.messages)} recent messages). {CHAT_HELP}")
+        err.print(f"session {session!r} ({len(s.messages)} recent messages). {CHAT_HELP}")
     while True:
         if interactive:
-            cli.err.print("you> ", end="")
+            err.print("you> ", end="")
         line = sys.stdin.readline()
         if not line:
             break
@@ -93,38 +67,35 @@ def chat(session: str = typer.Option("chat", "--session", "-s", help="Session id
         if text in ("/exit", "/quit"):
             break
         if text == "/summary":
-            cli.out.print(s.summary or "(no summary yet)", markup=False, highlight=False)
+            out.print(s.summary or "(no summary yet)", markup=False, highlight=False)
             continue
         if text == "/help":
-            cli.out.print(CHAT_HELP)
+            out.print(CHAT_HELP)
             continue
         built = s.context(text, base_prompt=system)
         try:
             answer = llm.complete(built.messages, temperature=0.7).text
         except ProviderError as exc:
             failures += 1
-            cli.err.print(f"error: {exc}", markup=False, highlight=False)
+            err.print(f"error: {exc}", markup=False, highlight=False)
             s.add_message("user", text)  # the user's words are kept even when the model fails
             continue
-        cli.out.print(f"assistant> {answer}", markup=False, highlight=False)
+        out.print(f"assistant> {answer}", markup=False, highlight=False)
         s.add_message("user", text)
         s.add_message("assistant", answer)
     if failures:
         raise ProviderError(f"{failures} message(s) got no answer from the model; they were saved in the session")
 
 
-def context(query: str = typer.Argument(..., help="The user message to build the context for."),
+def context(ctx: typer.Context, query: str = typer.Argument(..., help="The user message to build the context for."),
             session: Optional[str] = typer.Option(None, "--session", "-s", help="Include this session's "
                                                   "summary and recent messages."),
-            user: str = typer.Option("default", "--user", "-u"),
+            user: User = "default",
             agent: Optional[str] = typer.Option(None, "--agent", help="Agent id whose pin list is injected "
                                                 "(default: the session's, else 'default')."),
-            system: Optional[str] = typer.Option(None, "--system", help="Base system prompt."),
-            no_memory: bool = typer.Option(False, "--no-memory", help="Memory off: nothing read or injected."),
-            as_json: bool = typer.Option(False, "--json", help="Print the messages as a JSON list.")) -> None:
+            system: System = None, no_memory: NoMemory = False, as_json: Json = False) -> None:
     """Print the messages build_context would send to the model (for debugging prompts)."""
-    cli = _cli()
-    m = cli.State.memory()
+    m = runtime(ctx).memory()
     if session is not None:
         built = m.session(session, user, agent, memory_enabled=not no_memory).context(query, base_prompt=system)
         messages, figures = built.messages, built
@@ -132,60 +103,56 @@ def context(query: str = typer.Argument(..., help="The user message to build the
         messages, figures = m.build_context(query, user, agent_id=agent, base_prompt=system,
                                             memory_enabled=not no_memory), None
     if as_json:
-        sys.stdout.write(json.dumps(messages, ensure_ascii=False, indent=2) + "\n")
+        print_json(messages)
     else:
         for msg in messages:
             sys.stdout.write(f"----- {msg['role']} -----\n{msg['content']}\n")
     if figures is not None:
-        cli.err.print(f"{figures.tokens} tokens of a {figures.budget}-token budget; {figures.history_used} of "
+        err.print(f"{figures.tokens} tokens of a {figures.budget}-token budget; {figures.history_used} of "
                       f"{figures.history_available} recent messages; {figures.memory_chars} memory characters"
                       + (" (truncated)" if figures.truncated else ""), markup=False, highlight=False)
 
 
-def summarize(session: str = typer.Option(..., "--session", "-s", help="Session id."),
-              user: str = typer.Option("default", "--user", "-u"),
+def summarize(ctx: typer.Context, session: str = typer.Option(..., "--session", "-s", help="Session id."),
+              user: User = "default",
               agent: Optional[str] = typer.Option(None, "--agent", help="Agent id (default: the session's).")) -> None:
     """Fold a session's history into its summary now (all but the last session_summary_keep_count messages)."""
     from ..errors import NotFoundError
 
-    cli = _cli()
-    m = cli.State.memory()
+    m = runtime(ctx).memory()
     if session not in m.sessions(user):
         raise NotFoundError(f"no session {session!r} for user {user!r}")
     s = m.session(session, user, agent)
     upd = s.summarize()
     if upd.notice:
-        cli.out.print(upd.notice, markup=False, highlight=False)
+        out.print(upd.notice, markup=False, highlight=False)
     if upd.folded or upd.dropped:
-        cli.err.print(f"folded {upd.folded} messages ({upd.method}), dropped {upd.dropped}; "
+        err.print(f"folded {upd.folded} messages ({upd.method}), dropped {upd.dropped}; "
                       f"{len(s.messages)} remain verbatim", markup=False, highlight=False)
     else:
-        cli.err.print(f"nothing to fold: {len(s.messages)} messages, keep count "
+        err.print(f"nothing to fold: {len(s.messages)} messages, keep count "
                       f"{s.policy.session_summary_keep_count}", markup=False, highlight=False)
     for e in upd.errors:
-        cli.err.print(f"warning: {e}", markup=False, highlight=False)
+        err.print(f"warning: {e}", markup=False, highlight=False)
     sys.stdout.write((s.summary or "(no summary yet)") + "\n")
 
 
-def sessions(user: str = typer.Option("default", "--user", "-u"),
-             as_json: bool = typer.Option(False, "--json", help="Print the sessions as JSON.")) -> None:
+def sessions(ctx: typer.Context, user: User = "default", as_json: Json = False) -> None:
     """List the sessions of a namespace with their sizes."""
-    cli = _cli()
-    m = cli.State.memory()
+    m = runtime(ctx).memory()
     rows = [m.session(sid, user, None).info for sid in m.sessions(user)]
     if as_json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        print_json(rows)
         return
     if not rows:
-        cli.out.print("no sessions")
+        out.print("no sessions")
     for r in rows:
-        cli.out.print(f"{r['session_id']}  agent={r['agent_id']}  messages={r['messages']}  "
+        out.print(f"{r['session_id']}  agent={r['agent_id']}  messages={r['messages']}  "
                       f"summary={r['summary_chars']} chars  folds={r['folds']}  total={r['total_messages']}",
                       markup=False, highlight=False)
 
 
-def register(app: typer.Typer, state: Any, out: Any, err: Any) -> None:
-    _Cli.State, _Cli.out, _Cli.err = state, out, err
+def register(app: typer.Typer) -> None:
     app.command()(chat)
     app.command()(context)
     app.command()(summarize)

@@ -19,10 +19,9 @@ from ..policy import Policy, load_overrides
 from ..providers.chat import ChatModel
 from ..providers.embedder import Embedder, make_embedder
 from ..text.memory_markdown import clean_content
-from ..text.secrets import redact
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
-from . import guard
+from . import admin, guard
 from . import records as rec
 from .edit import Editor
 from .guard import check_fields, screen_text
@@ -339,74 +338,17 @@ class Memory:
     # ---- maintenance ---------------------------------------------------------------------
     def reindex(self, user_id: str | None = None) -> dict[str, int]:
         """Rebuild the file-backed index rows from the files (all namespaces when ``user_id`` is None)."""
-        users = [guard.user(user_id)] if user_id is not None else self.users()
-        return {u: self._store(u).reindex() for u in users}
+        return admin.reindex(self, user_id)
 
     def export(self, user_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record (archived ones too) as a dict, one namespace or all."""
-        for u in ([guard.user(user_id)] if user_id is not None else self.users()):
-            self._store(u).sync(wait=False)
-            offset = 0
-            while True:
-                rows = self.index.list_records(u, active_only=False, limit=1000, offset=offset)
-                if not rows:
-                    break
-                for r in rows:
-                    yield r.to_dict()
-                offset += len(rows)
+        return admin.export(self, user_id)
 
     def import_records(self, rows: Iterable[dict[str, Any]]) -> int:
         """Import exported records, keeping their ids; existing ids of the same namespace are replaced,
         an id another namespace holds gets a new one. Every row is checked (fields, ranges, user ids,
         secrets) before anything is written. Returns the count."""
-        batches = self._checked_import(rows)
-        total = 0
-        for u, recs in batches.items():
-            st = self._store(u)
-            with st.space.lock:
-                st.sync()
-                for old in self.index.get(u, [r.id for r in recs]):
-                    if old.is_active and old.file != EPISODIC:
-                        st.rewrite(old, None, "delete", {"by": "import"})
-                    else:  # an episodic turn or an archived record: no line in a file
-                        self.index.delete(u, [old.id])
-                        self.index.append_history([HistoryEntry(old.id, u, "delete", utcnow(), old.content, None,
-                                                                {"by": "import"})])
-                active = [r for r in recs if r.is_active]
-                st.append(active, None, [HistoryEntry(r.id, u, "add", utcnow(), None, r.content, {"by": "import"})
-                                         for r in active])
-                archived = [r for r in recs if not r.is_active]
-                if archived:
-                    vecs = self.embedder.embed([rec.embed_text(r) for r in archived])
-                    self.index.upsert([rec.item(r, vecs[i]) for i, r in enumerate(archived)])
-                # access statistics are index-only: restore them as exported
-                self.index.upsert([rec.item(r, None) for r in active])
-            total += len(recs)
-        return total
-
-    def _checked_import(self, rows: Iterable[dict[str, Any]]) -> dict[str, list[MemoryRecord]]:
-        """The rows of an import, every one checked, grouped by namespace; an id that another
-        namespace holds (in the index or earlier in the import) is replaced by a new one."""
-        if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
-            raise InvalidInputError(f"rows must be a list of exported records, got {type(rows).__name__}")
-        batches: dict[str, dict[str, MemoryRecord]] = {}
-        for n, d in enumerate(rows, 1):
-            r = _guarded(guard.record_row(d, f"record {n}"), n)
-            batches.setdefault(r.user_id, {})[r.id] = r  # the same id twice in a namespace: the last row wins
-        owner: dict[str, str] = {}
-        out: dict[str, list[MemoryRecord]] = {}
-        for u, recs in batches.items():
-            taken = self.index.foreign_ids(u, list(recs))
-            remap: dict[str, str] = {}
-            for mid in recs:
-                if mid in taken or owner.get(mid, u) != u:
-                    remap[mid] = rec.new_id()
-                    log.warning("import: memory id %s of user %s is another namespace's; imported as %s",
-                                mid, u, remap[mid])
-                owner[remap.get(mid, mid)] = u
-            out[u] = [r.with_(id=remap.get(r.id, r.id), superseded_by=remap.get(r.superseded_by or "", r.superseded_by))
-                      for r in recs.values()]
-        return out
+        return admin.import_records(self, rows)
 
 
 def _tidy(space: UserSpace, policy: Policy) -> None:
@@ -426,13 +368,3 @@ def _tidy(space: UserSpace, policy: Policy) -> None:
         space.lock.__exit__(None, None, None)
     if n:
         log.info("removed %d unfinished temp file(s) of %s", n, space.user_id)
-
-
-def _guarded(r: MemoryRecord, n: int) -> MemoryRecord:
-    """An imported record with the secrets of its text redacted; SecretRefusedError (nothing is
-    imported) when its content is mostly a secret or another field holds one."""
-    what = f"record {n} ({r.id})"
-    check_fields(what, id=r.id, structured_data=r.structured_data, source_ids=r.source_ids or None,
-                 agent_id=r.agent_id, source_session_id=r.source_session_id, superseded_by=r.superseded_by)
-    content = screen_text(r.content, f"the content of {what}").text if r.content else r.content
-    return r.with_(content=content, context=redact(r.context) if r.context else r.context)

@@ -5,7 +5,6 @@ several processes opening the same database at once migrate it exactly once)."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from ..errors import ConfigError, MemoryIndexError
@@ -268,10 +267,3 @@ def _check_meta(conn: Any, dim: int, embedder_name: str) -> None:
             f"the PostgreSQL index at {describe(conn.info.dsn)} was built with embedder {meta.get('embedder')!r} "
             f"(dim {meta.get('dim')}), but {embedder_name!r} (dim {dim}) is configured; point {SETTING} at an "
             "empty database or schema and run 'memfold reindex' (or 'memfold migrate') to rebuild it")
-
-
-def safe_ident(name: str) -> str:
-    """A schema or database name usable in SQL unquoted (tests and tools create them)."""
-    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
-        raise ConfigError(f"{name!r} is not a valid PostgreSQL identifier (lower-case letters, digits, _)")
-    return name

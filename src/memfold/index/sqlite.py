@@ -476,7 +476,7 @@ class _Tx:
                 raise
         ix._tx_depth = depth + 1
 
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, _tb: object) -> None:
         ix = self.index
         ix._tx_depth -= 1
         try:

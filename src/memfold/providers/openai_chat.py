@@ -55,10 +55,6 @@ class OpenAIChatModel:
         self._formats_lock = threading.Lock()
         self.last_json_mode = ""  # the response_format kind the last call used ("off" = none)
 
-    @property
-    def has_key(self) -> bool:
-        return bool(self._key)
-
     def close(self) -> None:
         self._client.close()
 

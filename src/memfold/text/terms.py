@@ -86,17 +86,3 @@ def terms(text: str, *, query: bool = False) -> list[str]:
 def fts_document(text: str) -> str:
     """Space-joined terms for an FTS5 column (tokenised again by unicode61, which keeps them whole)."""
     return " ".join(terms(text))
-
-
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression ORing the distinct query terms, or None when there are none."""
-    seen: dict[str, None] = {}
-    for t in terms(text, query=True):
-        seen.setdefault(t, None)
-    if not seen:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
-
-
-def has_cjk(text: str) -> bool:
-    return re.search(rf"[{_CJK}]", text) is not None

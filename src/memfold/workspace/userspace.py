@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -280,6 +279,3 @@ class Workspace:
             if p.is_dir() and _valid_user_dir(p.name) and ((p / FILE_MEMORY).exists() or (p / FILE_LEARNINGS).exists()
                                                       or (p / "memory").is_dir())
         )
-
-    def remove_tree(self, user_id: str) -> None:
-        shutil.rmtree(self.user(user_id).dir, ignore_errors=True)
