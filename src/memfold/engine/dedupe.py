@@ -236,5 +236,3 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
     actions.extend(KeepBoth(old, cands[i].record, decision) for i, old, decision in both)
     stored = [cands[i] for i in keep]
     return Plan(stored, vecs[keep] if keep else np.zeros((0, vecs.shape[1]), np.float32), actions)
-
-
