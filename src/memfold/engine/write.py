@@ -23,6 +23,7 @@ from . import dedupe, forget_requests, guard, merge
 from . import records as rec
 from .guard import check_fields, redacted_note, screen_text
 from .llm_calls import LLMCalls
+from .conversations import split_long
 from .llm_extract import SourceTurns
 from .dedupe import Candidate, Origin
 from .llm_write import LLMWriteSteps, note_records
@@ -34,39 +35,55 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memfold")
 USER_ROLES = {"user", "human"}
+ROLES = USER_ROLES | {"assistant", "ai", "bot", "model", "system", "developer", "tool", "function"}  # others: skipped
 DEFAULT_IMPORTANCE = {MemoryType.PREFERENCE: 0.7, MemoryType.TODO: 0.7, MemoryType.FACT: 0.6, MemoryType.SKILL: 0.7}
 
 
-def parse_messages(data: Sequence[Any]) -> list[Message]:
+def parse_messages(data: Sequence[Any]) -> tuple[list[Message], dict[int, str]]:
+    """The messages, and what is wrong with the malformed ones by index (each stands as an empty
+    message, so that indices stay those of ``data``); when every message is malformed, the
+    first one's error is raised."""
     out: list[Message] = []
+    bad: dict[int, str] = {}
+    first: InvalidInputError | None = None
     for i, m in enumerate(data):
-        if isinstance(m, Message):
-            out.append(m)
-            continue
-        if not isinstance(m, dict):
-            raise InvalidInputError(f"message {i} must be an object with 'role' and 'content', got {type(m).__name__}")
-        role, content = m.get("role"), m.get("content")
-        if not isinstance(role, str) or not isinstance(content, str):
-            raise InvalidInputError(f"message {i} needs string fields 'role' and 'content'")
-        role, content = guard.text(role, f"message {i} role"), guard.text(content, f"message {i} content")
-        ts = m.get("timestamp") or m.get("created_at")
-        when = None
-        if isinstance(ts, datetime):
-            when = ts
-        elif ts:
-            try:
-                when = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
-            except ValueError:
-                raise InvalidInputError(f"message {i}: timestamp {ts!r} is not ISO 8601") from None
-        if when is not None and when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        tid = m.get("turn_id") or m.get("id") or m.get("dia_id")
-        name = m.get("name") or m.get("speaker")
-        out.append(Message(role=role.lower(), content=content, timestamp=when,
-                           turn_id=guard.text(str(tid), f"message {i} turn_id").strip() or None
-                           if tid is not None else None,
-                           name=guard.text(name, f"message {i} name").strip() or None if name is not None else None))
-    return out
+        try:
+            out.append(_parse_message(i, m))
+        except InvalidInputError as exc:
+            first = first or exc
+            bad[i] = str(exc).removeprefix(f"message {i} ").removeprefix(f"message {i}: ")
+            out.append(Message(role="", content=""))
+    if first is not None and len(bad) == len(out):
+        raise first
+    return out, bad
+
+
+def _parse_message(i: int, m: Any) -> Message:
+    if isinstance(m, Message):
+        return m
+    if not isinstance(m, dict):
+        raise InvalidInputError(f"message {i} must be an object with 'role' and 'content', got {type(m).__name__}")
+    role, content = m.get("role"), m.get("content")
+    if not isinstance(role, str) or not isinstance(content, str):
+        raise InvalidInputError(f"message {i} needs string fields 'role' and 'content'")
+    role, content = guard.text(role, f"message {i} role"), guard.text(content, f"message {i} content")
+    ts = m.get("timestamp") or m.get("created_at")
+    when = None
+    if isinstance(ts, datetime):
+        when = ts
+    elif ts:
+        try:
+            when = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInputError(f"message {i}: timestamp {ts!r} is not ISO 8601") from None
+    if when is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    tid = m.get("turn_id") or m.get("id") or m.get("dia_id")
+    name = m.get("name") or m.get("speaker")
+    return Message(role=role.strip().lower(), content=content, timestamp=when,
+                   turn_id=guard.text(str(tid), f"message {i} turn_id").strip() or None
+                   if tid is not None else None,
+                   name=guard.text(name, f"message {i} name").strip() or None if name is not None else None)
 
 
 class WritePath:
@@ -120,12 +137,21 @@ class WritePath:
                     user_id, t, text, now, importance if importance is not None else DEFAULT_IMPORTANCE.get(t, 0.5),
                     structured_data or data_rules, tuple(source_ids), agent_id, session_id), Origin.TEXT))
         else:
-            messages = parse_messages(data)
+            messages, bad = parse_messages(data)
             fplan = forget_requests.plan(messages, USER_ROLES)
             forgets.extend(fplan.requests)
             all_src: list[str] = []
             prev = ""
             for i, m in enumerate(messages):
+                if i in bad:  # malformed: reported by its index, the others are stored
+                    skipped.append(f"message {i}: {bad[i]}; skipped")
+                    prev = ""
+                    continue
+                if m.role not in ROLES:
+                    skipped.append(f"message {i}{f' ({m.turn_id})' if m.turn_id else ''}: unknown role {m.role!r} "
+                                   f"(expected one of {', '.join(sorted(ROLES))}); skipped")
+                    prev = ""
+                    continue
                 text = clean_content(m.content)
                 label = m.turn_id or f"message {i}"
                 if not text:
@@ -143,7 +169,7 @@ class WritePath:
                 if screened.redacted:
                     redacted.append(redacted_note(label, screened))
                 text = screened.text
-                self._check_size(text)
+                pieces = split_long(text, MAX_CONTENT_CHARS)  # a long turn: several records, one turn id
                 when = m.timestamp or now
                 src = (m.turn_id,) if m.turn_id else tuple(source_ids)
                 n_before = len(cands)
@@ -151,17 +177,17 @@ class WritePath:
                     speaker = f"{m.name}: " if m.name else ""
                     day = f"{when:%Y-%m-%d %B %Y}"  # the date in words too: "in May 2023" matches
                     context = f"{day} {prev}\n{speaker}".strip() if prev else f"{day} {speaker}".strip()
-                    cands.append(Candidate(self._record(
-                        user_id, MemoryType.EVENT, text, when, importance if importance is not None else 0.3,
+                    cands.extend(Candidate(self._record(
+                        user_id, MemoryType.EVENT, piece, when, importance if importance is not None else 0.3,
                         {"role": m.role, **({"speaker": m.name} if m.name else {})}, src, agent_id, session_id,
-                        file=EPISODIC, context=context), Origin.TURN))
+                        file=EPISODIC, context=context), Origin.TURN) for piece in pieces)
                     if infer and calls is None:  # rules; with an LLM, one extraction call below
                         for ex in extraction.extract(screened.kept):  # the clauses without secrets
                             t = mtype or ex.memory_type
                             cands.append(Candidate(self._record(
                                 user_id, t, ex.content, when, importance if importance is not None else ex.importance,
                                 ex.structured_data, src, agent_id, session_id), Origin.EXTRACTED))
-                prev = (f"{m.name}: " if m.name else "") + text
+                prev = (f"{m.name}: " if m.name else "") + pieces[-1]
                 turn_of.update((c.record.id, i) for c in cands[n_before:])
                 source.add(m.name or m.role.capitalize(), text, when.date().isoformat(), m.role in USER_ROLES)
                 all_src.extend(s for s in src if m.role in USER_ROLES and s not in all_src)
