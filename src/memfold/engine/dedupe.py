@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Union
 
 import numpy as np
@@ -59,7 +59,7 @@ class Decision:
     merged_content: str = ""
     old_id: str = ""  # the existing record the decision is about
     old_content: str = ""
-    vector: np.ndarray | None = None  # the merged content's vector (MERGE)
+    vector: np.ndarray | None = field(default=None, compare=False)  # the merged content's vector (MERGE)
 
     @property
     def relation(self) -> str:
