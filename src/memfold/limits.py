@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .errors import InvalidInputError
 
-MAX_CONTENT_CHARS = 20_000  # one memory, one daily note, one conversation turn given to add()
+MAX_CONTENT_CHARS = 20_000  # one memory, one daily note, one piece of a conversation turn (longer: split)
 MAX_QUERY_CHARS = 10_000  # a search query (retrieve/build_context use the query's last this many)
 MAX_MESSAGE_CHARS = 100_000  # one session message (kept verbatim in the session buffer)
 

@@ -121,6 +121,7 @@ def ingest(ctx: typer.Context, file: Path = typer.Argument(..., help="JSON list 
     convs = load_conversation_file(file)
     m = runtime(ctx).memory()
     totals: dict[str, dict[str, int]] = {}
+    notes: list[str] = []
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task("ingesting", total=sum(c.n_messages for c in convs))
         for c in convs:
@@ -132,10 +133,13 @@ def ingest(ctx: typer.Context, file: Path = typer.Argument(..., help="JSON list 
                 t["merged"] += len(res.merged)
                 t["refused"] += len(res.refused)
                 t["skipped"] += len(res.skipped)
+                notes.extend(f"{ns}: {n}" for n in res.skipped)
                 bar.advance(task, len(session))
     if as_json:
         print_json(totals)
         return
+    for n in notes:  # which message was skipped and why
+        err.print(f"skipped {n}", markup=False, highlight=False)
     for ns, t in totals.items():
         out.print(f"{ns}: {t['added']} added, {t['merged']} merged into existing, {t['refused']} refused, "
                   f"{t['skipped']} skipped")

@@ -13,6 +13,30 @@ from typing import Any
 from ..errors import InvalidInputError
 
 _SESSION = re.compile(r"^session_(\d+)$")
+# where a long turn may be cut, best first: a line break, a sentence end, a space
+_BREAKS = (re.compile(r"\n+"), re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])\s*"), re.compile(r"\s+"))
+
+
+def split_long(text: str, limit: int) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at line breaks, else at sentence
+    ends, else at spaces (a piece is at least a quarter of the limit), else anywhere."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[: limit + 1]
+        cut = None
+        for pattern in _BREAKS:
+            ends = [m for m in pattern.finditer(window) if limit // 4 <= m.start() <= limit]
+            if ends:
+                cut = ends[-1]
+                break
+        head, rest = (rest[: cut.start()], rest[cut.end():]) if cut else (rest[:limit], rest[limit:])
+        if head.strip():
+            pieces.append(head.strip())
+        rest = rest.strip()
+    if rest:
+        pieces.append(rest)
+    return pieces
 
 
 @dataclass(frozen=True)
@@ -102,7 +126,7 @@ def load_conversation_file(path: Path) -> list[Conversation]:
                 for i, d in enumerate(data)]
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         data = data["messages"]
-    if isinstance(data, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in data):
-        return [Conversation(None, [data])]
+    if isinstance(data, list) and any(isinstance(m, dict) and "role" in m and "content" in m for m in data):
+        return [Conversation(None, [data])]  # malformed messages: reported by add() by their index, skipped
     raise InvalidInputError(
         f"{path}: expected a JSON list of {{role, content}} messages or LoCoMo conversations")

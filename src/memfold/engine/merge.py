@@ -1,26 +1,32 @@
-"""Merge decisions for near-duplicates (seed 003 ``_merge_or_update``, SPEC §4.4).
+"""The LLM decider of the dedupe planner (seed 003 ``_merge_or_update``, SPEC §4.4).
 
 When a new memory is similar to an existing one (cosine ≥ ``dedupe_threshold``) and its words
 differ, the LLM answers ``{"action": "replace|merge|keep_both", "reason", "merged_content"}``.
 ``replace`` and ``merge`` archive the old record (``superseded_by``) and relate the two
-(``contradicts`` / ``refines``). Without an LLM the deterministic rule applies: the newest wins.
-When the LLM fails or answers nonsense, both are kept: nothing stored changes."""
+(``contradicts`` / ``refines``). The questions are asked before the workspace lock is taken
+(``LlmDecider.prepare``), at most one per existing memory and within the operation's call cap;
+the locked plan re-checks that the existing memory did not change. When the LLM fails or
+answers nonsense, both are kept: nothing stored changes."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from .. import prompts
 from ..errors import ProviderError
 from ..models import EPISODIC, MemoryRecord
 from ..text.memory_markdown import clean_content
 from ..text.secrets import a_kind, find_secret, redact
+from . import records as rec
+from .dedupe import (Candidate, Decision, Neighbours, Origin, Verdict, keep_both, merged_record, same_words,
+                     stored_twin)
 from .llm_calls import LLMCalls, parse_json_answer
+
+if TYPE_CHECKING:
+    from ..providers.embedder import Embedder
 
 log = logging.getLogger("memfold")
 ACTIONS = ("replace", "merge", "keep_both")
@@ -36,31 +42,6 @@ MERGE_SCHEMA: dict[str, Any] = {
     },
     "required": ["action", "reason"],
 }
-
-
-@dataclass(frozen=True)
-class MergeDecision:
-    action: str  # replace | merge | keep_both
-    rule: str  # "llm", "newest wins", or why the LLM could not decide
-    reason: str = ""
-    merged_content: str = ""
-    old_id: str = ""  # the existing record the decision is about
-    old_content: str = ""
-
-    @property
-    def relation(self) -> str:
-        return {"replace": "contradicts", "merge": "refines"}.get(self.action, "")
-
-    def applies_to(self, old: MemoryRecord) -> bool:
-        """False when the existing record changed since the LLM saw it."""
-        return self.old_id == old.id and self.old_content == old.content
-
-
-NEWEST_WINS = MergeDecision("replace", "newest wins")
-
-
-def keep_both(rule: str, old: MemoryRecord | None = None) -> MergeDecision:
-    return MergeDecision("keep_both", rule, old_id=old.id if old else "", old_content=old.content if old else "")
 
 
 def parse_decision(text: str) -> tuple[str, str, str]:
@@ -86,7 +67,7 @@ def parse_decision(text: str) -> tuple[str, str, str]:
     return action, reason, merged if action == "merge" else ""
 
 
-def decide(calls: LLMCalls, old: MemoryRecord, new: MemoryRecord, language: str) -> MergeDecision:
+def ask(calls: LLMCalls, old: MemoryRecord, new: MemoryRecord, language: str) -> Decision:
     """Ask the LLM once what to do with ``new`` given the similar ``old``."""
     lang = language if language in prompts.LANGUAGES else "en"
     messages = [
@@ -106,32 +87,46 @@ def decide(calls: LLMCalls, old: MemoryRecord, new: MemoryRecord, language: str)
         problem = redact(str(exc))  # it may quote the answer
         log.warning("LLM merge decision for %s is unusable (%s); both memories are kept", old.id, problem)
         return keep_both(f"LLM merge answer unusable: {problem}", old)
-    return MergeDecision(action, "llm", reason, merged, old.id, old.content)
+    return Decision(Verdict(action), "llm", True, reason, merged, old.id, old.content)
 
 
-def decide_all(calls: LLMCalls, cands: Sequence[MemoryRecord], vecs: np.ndarray,
-               near: Sequence[Sequence[tuple[str, float]]], existing: dict[str, MemoryRecord],
-               threshold: float, language: str, skip: set[int]) -> dict[int, MergeDecision]:
-    """Decisions for every candidate whose nearest active file-backed memory is a changed
-    near-duplicate; at most one LLM call per existing memory (the first candidate asks)."""
-    out: dict[int, MergeDecision] = {}
-    asked: set[str] = set()
-    for i, new in enumerate(cands):
-        if i in skip or new.file == EPISODIC:
-            continue
-        twin = next((existing[mid] for mid, s in near[i] if s >= threshold and mid in existing
-                     and existing[mid].is_active and existing[mid].file != EPISODIC), None)
-        if twin is None or twin.content.strip().lower() == new.content.strip().lower() or twin.id in asked:
-            continue
-        asked.add(twin.id)
-        out[i] = decide(calls, twin, new, prompts.language_of(twin.content + "\n" + new.content, language))
-    return out
+class LlmDecider:
+    """The LLM's merge decisions, asked in ``prepare`` (outside the workspace lock); ``decide``
+    answers from them, or keeps both when there is none for the pair (the memory changed
+    meanwhile, or another candidate already asked about it)."""
 
+    def __init__(self, calls: LLMCalls, embedder: "Embedder", language: str):
+        self.calls = calls
+        self.embedder = embedder
+        self.language = language
+        self.decisions: dict[int, Decision] = {}
 
-def merged_record(old: MemoryRecord, new: MemoryRecord, decision: MergeDecision) -> MemoryRecord:
-    """The new record carrying the merged content and what both sides knew."""
-    return new.with_(content=decision.merged_content, importance=max(old.importance, new.importance),
-                     source_ids=tuple(dict.fromkeys(old.source_ids + new.source_ids)),
-                     structured_data={**old.structured_data, **new.structured_data},
-                     confidence=(old.confidence + new.confidence) / 2)
+    def prepare(self, cands: Sequence[Candidate], near: Neighbours) -> list[str]:
+        """Ask about every candidate whose nearest stored memory is a changed near-duplicate, at
+        most once per stored memory (the first candidate asks); the warnings of failed answers."""
+        asked: set[str] = set()
+        out: dict[int, Decision] = {}
+        for i, c in enumerate(cands):
+            new = c.record
+            if c.origin is Origin.KEPT or new.file == EPISODIC:
+                continue
+            twin = stored_twin(new, near.near[i], near.existing, near.threshold)
+            if twin is None or same_words(twin, new) or twin.id in asked:
+                continue
+            asked.add(twin.id)
+            out[i] = ask(self.calls, twin, new, prompts.language_of(twin.content + "\n" + new.content,
+                                                                    self.language))
+        merged = sorted(i for i, d in out.items() if d.verdict is Verdict.MERGE)
+        if merged:
+            texts = [rec.embed_text(merged_record(near.existing[out[i].old_id], cands[i].record, out[i]))
+                     for i in merged]
+            for i, v in zip(merged, self.embedder.embed(texts)):
+                out[i] = replace(out[i], vector=v)
+        self.decisions = out
+        return [f"{d.rule}; kept both memories ({d.old_id} and the new one)" for d in out.values() if not d.by_llm]
 
+    def decide(self, i: int, old: MemoryRecord, new: MemoryRecord) -> Decision:
+        got = self.decisions.get(i)
+        if got is not None and got.applies_to(old):
+            return got
+        return keep_both("no LLM decision for this pair (changed meanwhile, or one call per memory)", old)

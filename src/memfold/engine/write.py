@@ -1,17 +1,15 @@
 """The write path (SPEC §4): input → guard → extraction → dedupe → persist.
 
 Without an LLM, extraction is rule-based and a changed near-duplicate replaces the old record;
-with one (``llm_write``), one extraction call per add and LLM merge decisions."""
+with one (``llm_write``), one extraction call per add and LLM merge decisions (``merge.LlmDecider``).
+Near-duplicates: ``dedupe.plan`` returns typed actions, which ``_execute`` carries out."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from ..errors import InvalidInputError
 from ..limits import MAX_CONTENT_CHARS, check_length
@@ -21,12 +19,14 @@ from ..text import extraction
 from ..text.memory_markdown import clean_content
 from ..text.forget import find_request
 from ..text.secrets import a_kind, screen
-from . import forget_requests, guard, merge
+from . import dedupe, forget_requests, guard, merge
 from . import records as rec
 from .guard import check_fields, redacted_note, screen_text
 from .llm_calls import LLMCalls
+from .conversations import split_long
 from .llm_extract import SourceTurns
-from .llm_write import Decisions, LLMWriteSteps, note_records
+from .dedupe import Candidate, Origin
+from .llm_write import LLMWriteSteps, note_records
 from .store import UserStore, file_for
 
 if TYPE_CHECKING:
@@ -35,45 +35,55 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memfold")
 USER_ROLES = {"user", "human"}
+ROLES = USER_ROLES | {"assistant", "ai", "bot", "model", "system", "developer", "tool", "function"}  # others: skipped
 DEFAULT_IMPORTANCE = {MemoryType.PREFERENCE: 0.7, MemoryType.TODO: 0.7, MemoryType.FACT: 0.6, MemoryType.SKILL: 0.7}
 
 
-@dataclass(frozen=True)
-class Candidate:
-    record: MemoryRecord
-    origin: str  # "text" | "turn" | "extracted"
-
-
-def parse_messages(data: Sequence[Any]) -> list[Message]:
+def parse_messages(data: Sequence[Any]) -> tuple[list[Message], dict[int, str]]:
+    """The messages, and what is wrong with the malformed ones by index (each stands as an empty
+    message, so that indices stay those of ``data``); when every message is malformed, the
+    first one's error is raised."""
     out: list[Message] = []
+    bad: dict[int, str] = {}
+    first: InvalidInputError | None = None
     for i, m in enumerate(data):
-        if isinstance(m, Message):
-            out.append(m)
-            continue
-        if not isinstance(m, dict):
-            raise InvalidInputError(f"message {i} must be an object with 'role' and 'content', got {type(m).__name__}")
-        role, content = m.get("role"), m.get("content")
-        if not isinstance(role, str) or not isinstance(content, str):
-            raise InvalidInputError(f"message {i} needs string fields 'role' and 'content'")
-        role, content = guard.text(role, f"message {i} role"), guard.text(content, f"message {i} content")
-        ts = m.get("timestamp") or m.get("created_at")
-        when = None
-        if isinstance(ts, datetime):
-            when = ts
-        elif ts:
-            try:
-                when = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
-            except ValueError:
-                raise InvalidInputError(f"message {i}: timestamp {ts!r} is not ISO 8601") from None
-        if when is not None and when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        tid = m.get("turn_id") or m.get("id") or m.get("dia_id")
-        name = m.get("name") or m.get("speaker")
-        out.append(Message(role=role.lower(), content=content, timestamp=when,
-                           turn_id=guard.text(str(tid), f"message {i} turn_id").strip() or None
-                           if tid is not None else None,
-                           name=guard.text(name, f"message {i} name").strip() or None if name is not None else None))
-    return out
+        try:
+            out.append(_parse_message(i, m))
+        except InvalidInputError as exc:
+            first = first or exc
+            bad[i] = str(exc).removeprefix(f"message {i} ").removeprefix(f"message {i}: ")
+            out.append(Message(role="", content=""))
+    if first is not None and len(bad) == len(out):
+        raise first
+    return out, bad
+
+
+def _parse_message(i: int, m: Any) -> Message:
+    if isinstance(m, Message):
+        return m
+    if not isinstance(m, dict):
+        raise InvalidInputError(f"message {i} must be an object with 'role' and 'content', got {type(m).__name__}")
+    role, content = m.get("role"), m.get("content")
+    if not isinstance(role, str) or not isinstance(content, str):
+        raise InvalidInputError(f"message {i} needs string fields 'role' and 'content'")
+    role, content = guard.text(role, f"message {i} role"), guard.text(content, f"message {i} content")
+    ts = m.get("timestamp") or m.get("created_at")
+    when = None
+    if isinstance(ts, datetime):
+        when = ts
+    elif ts:
+        try:
+            when = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInputError(f"message {i}: timestamp {ts!r} is not ISO 8601") from None
+    if when is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    tid = m.get("turn_id") or m.get("id") or m.get("dia_id")
+    name = m.get("name") or m.get("speaker")
+    return Message(role=role.strip().lower(), content=content, timestamp=when,
+                   turn_id=guard.text(str(tid), f"message {i} turn_id").strip() or None
+                   if tid is not None else None,
+                   name=guard.text(name, f"message {i} name").strip() or None if name is not None else None)
 
 
 class WritePath:
@@ -125,14 +135,23 @@ class WritePath:
                 t, data_rules = extraction.classify(text) if mtype is None else (mtype, {})
                 cands.append(Candidate(self._record(
                     user_id, t, text, now, importance if importance is not None else DEFAULT_IMPORTANCE.get(t, 0.5),
-                    structured_data or data_rules, tuple(source_ids), agent_id, session_id), "text"))
+                    structured_data or data_rules, tuple(source_ids), agent_id, session_id), Origin.TEXT))
         else:
-            messages = parse_messages(data)
+            messages, bad = parse_messages(data)
             fplan = forget_requests.plan(messages, USER_ROLES)
             forgets.extend(fplan.requests)
             all_src: list[str] = []
             prev = ""
             for i, m in enumerate(messages):
+                if i in bad:  # malformed: reported by its index, the others are stored
+                    skipped.append(f"message {i}: {bad[i]}; skipped")
+                    prev = ""
+                    continue
+                if m.role not in ROLES:
+                    skipped.append(f"message {i}{f' ({m.turn_id})' if m.turn_id else ''}: unknown role {m.role!r} "
+                                   f"(expected one of {', '.join(sorted(ROLES))}); skipped")
+                    prev = ""
+                    continue
                 text = clean_content(m.content)
                 label = m.turn_id or f"message {i}"
                 if not text:
@@ -150,7 +169,7 @@ class WritePath:
                 if screened.redacted:
                     redacted.append(redacted_note(label, screened))
                 text = screened.text
-                self._check_size(text)
+                pieces = split_long(text, MAX_CONTENT_CHARS)  # a long turn: several records, one turn id
                 when = m.timestamp or now
                 src = (m.turn_id,) if m.turn_id else tuple(source_ids)
                 n_before = len(cands)
@@ -158,17 +177,17 @@ class WritePath:
                     speaker = f"{m.name}: " if m.name else ""
                     day = f"{when:%Y-%m-%d %B %Y}"  # the date in words too: "in May 2023" matches
                     context = f"{day} {prev}\n{speaker}".strip() if prev else f"{day} {speaker}".strip()
-                    cands.append(Candidate(self._record(
-                        user_id, MemoryType.EVENT, text, when, importance if importance is not None else 0.3,
+                    cands.extend(Candidate(self._record(
+                        user_id, MemoryType.EVENT, piece, when, importance if importance is not None else 0.3,
                         {"role": m.role, **({"speaker": m.name} if m.name else {})}, src, agent_id, session_id,
-                        file=EPISODIC, context=context), "turn"))
+                        file=EPISODIC, context=context), Origin.TURN) for piece in pieces)
                     if infer and calls is None:  # rules; with an LLM, one extraction call below
                         for ex in extraction.extract(screened.kept):  # the clauses without secrets
                             t = mtype or ex.memory_type
                             cands.append(Candidate(self._record(
                                 user_id, t, ex.content, when, importance if importance is not None else ex.importance,
-                                ex.structured_data, src, agent_id, session_id), "extracted"))
-                prev = (f"{m.name}: " if m.name else "") + text
+                                ex.structured_data, src, agent_id, session_id), Origin.EXTRACTED))
+                prev = (f"{m.name}: " if m.name else "") + pieces[-1]
                 turn_of.update((c.record.id, i) for c in cands[n_before:])
                 source.add(m.name or m.role.capitalize(), text, when.date().isoformat(), m.role in USER_ROLES)
                 all_src.extend(s for s in src if m.role in USER_ROLES and s not in all_src)
@@ -203,13 +222,13 @@ class WritePath:
         if ext.error is None:
             return [Candidate(self._record(user_id, mtype or ex.memory_type, ex.content, when,
                                            importance if importance is not None else ex.importance,
-                                           ex.structured_data, src, agent_id, session_id), "extracted")
+                                           ex.structured_data, src, agent_id, session_id), Origin.EXTRACTED)
                     for ex in ext.memories]
         notes = note_records(source, when, MAX_CONTENT_CHARS)
         warnings.append(f"{ext.error}; what the user said was kept as a note in {notes[0][2]}")
         log.warning("%s; kept %d note(s) for %s instead", ext.error, len(notes), user_id)
         return [Candidate(self._record(user_id, t, content, when, 0.5, {"kept": "LLM extraction failed"}, src,
-                                       agent_id, session_id, file=rel), "kept") for t, content, rel in notes]
+                                       agent_id, session_id, file=rel), Origin.KEPT) for t, content, rel in notes]
 
     @staticmethod
     def _check_size(text: str) -> None:
@@ -227,100 +246,55 @@ class WritePath:
     def _dedupe_and_persist(self, user_id: str, cands: list[Candidate], calls: LLMCalls | None = None,
                             warnings: list[str] | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         store = self._store(user_id)
+        threshold = self._policy(user_id).dedupe_threshold
         vecs = store.embedder.embed([rec.embed_text(c.record) for c in cands])
-        decisions = None  # None: the deterministic rule; else the LLM's answers, asked outside the lock
-        if calls is not None:
+        decider: dedupe.Decider = dedupe.RuleDecider()  # without an LLM: the deterministic rule
+        if calls is not None:  # the LLM's answers, asked outside the lock
             store.sync()
-            decisions = self.llm.decide(calls, store, user_id, [c.record for c in cands], vecs,
-                                        self._policy(user_id).dedupe_threshold,
-                                        {i for i, c in enumerate(cands) if c.origin == "kept"})
+            llm = merge.LlmDecider(calls, store.embedder, store.space.language)
+            problems = llm.prepare(cands, dedupe.neighbours(store.index, user_id, vecs, threshold))
             if warnings is not None:
-                warnings.extend(f"{d.rule}; kept both memories ({d.old_id} and the new one)"
-                                for d, _ in decisions.values() if d.rule != "llm")
+                warnings.extend(problems)
+            decider = llm
         with store.space.lock:  # the duplicate check and the write must see the same state
             store.sync()
-            return self._persist_locked(user_id, store, cands, vecs, decisions)
+            plan = dedupe.plan(cands, vecs, dedupe.neighbours(store.index, user_id, vecs, threshold), decider)
+            return self._execute(user_id, store, plan)
 
-    def _persist_locked(self, user_id: str, store: UserStore, cands: list[Candidate], vecs: np.ndarray,
-                        decisions: Decisions | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
-        threshold = self._policy(user_id).dedupe_threshold
-        near = store.index.vector_search_many(user_id, vecs, 3, min_score=threshold)
-        hit_ids = sorted({mid for row in near for mid, s in row if s >= threshold})
-        existing = {r.id: r for r in store.index.get(user_id, hit_ids)}
-        keep: list[int] = []
-        updates: dict[str, MemoryRecord] = {}
-        replaced: list[tuple[MemoryRecord, int, merge.MergeDecision]] = []
-        incoming: dict[int, str] = {}  # what a merged candidate said before the merge
-        gram = vecs @ vecs.T if len(cands) > 1 else None  # candidates against each other, one product
-        for i, c in enumerate(cands):
-            episodic = c.record.file == EPISODIC
-            twin = None
-            for mid, s in near[i]:
-                old = updates.get(mid) or existing.get(mid)
-                if s >= threshold and old is not None and old.is_active and (old.file == EPISODIC) == episodic:
-                    twin = old
-                    break
-            if twin is None:  # also look among the earlier candidates of this call (one product, no loop)
-                close = np.flatnonzero(gram[i, keep] >= threshold) if keep and gram is not None else ()
-                twin = next((cands[keep[x]].record for x in close
-                             if (cands[keep[x]].record.file == EPISODIC) == episodic), None)
-                if twin is not None and twin.content.strip().lower() != c.record.content.strip().lower() \
-                        and not episodic:
-                    keep.append(i)  # a near-duplicate with different words within one call: keep both
-                    continue
-                if twin is not None:
-                    j = next(j for j in keep if cands[j].record.id == twin.id)
-                    cands[j] = Candidate(_absorb(cands[j].record, c.record), cands[j].origin)
-                    continue
-                keep.append(i)
-                continue
-            same_words = twin.content.strip().lower() == c.record.content.strip().lower()
-            if episodic or same_words:
-                updates[twin.id] = _absorb(updates.get(twin.id, twin), c.record)
-            else:  # a changed near-duplicate: the LLM's decision, or the rule "newest wins" without an LLM
-                decision, vec = self.llm.decision_for(i, twin, decisions)
-                if decision.action == "merge":
-                    incoming[i] = c.record.content
-                    cands[i] = Candidate(merge.merged_record(twin, c.record, decision), c.origin)
-                    vecs[i] = vec
-                    if gram is not None:
-                        gram[i, :] = gram[:, i] = vecs @ vec
-                if decision.action != "keep_both":
-                    replaced.append((twin, i, decision))
-                keep.append(i)
-        new_records = [cands[i].record for i in keep]
-        history = [HistoryEntry(r.id, user_id, "add", utcnow(), None, r.content,
-                                {"type": r.memory_type.value, "file": r.file or "index", "origin": cands[i].origin})
-                   for i, r in zip(keep, new_records)]
-        for old, i, decision in replaced:  # the new record's history names the one it supersedes
-            if decision.rule == "llm":
-                n = keep.index(i)
-                detail = dict(history[n].detail, supersedes=old.id, reason=decision.reason, rule="llm")
-                if i in incoming:
-                    detail["incoming"] = incoming[i]
-                history[n] = HistoryEntry(new_records[n].id, user_id, decision.action, utcnow(), old.content,
-                                          new_records[n].content, detail)
-        store.append(new_records, vecs[keep] if keep else np.zeros((0, vecs.shape[1]), np.float32), history)
+    @staticmethod
+    def _execute(user_id: str, store: UserStore, plan: dedupe.Plan) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+        """Carry out a dedupe plan: store the new records, then the absorbs and the supersedes."""
+        new_records = [c.record for c in plan.store]
+        history = {c.record.id: HistoryEntry(c.record.id, user_id, "add", utcnow(), None, c.record.content,
+                                             {"type": c.record.memory_type.value, "file": c.record.file or "index",
+                                              "origin": c.origin.value})
+                   for c in plan.store}
+        superseding = [a for a in plan.actions if isinstance(a, (dedupe.Replace, dedupe.Merge))]
+        for a in superseding:  # the new record's history names the one it supersedes
+            if a.decision.by_llm:
+                detail = dict(history[a.new.id].detail, supersedes=a.old.id, reason=a.decision.reason, rule="llm")
+                if isinstance(a, dedupe.Merge):
+                    detail["incoming"] = a.incoming
+                history[a.new.id] = HistoryEntry(a.new.id, user_id, a.decision.verdict.value, utcnow(),
+                                                 a.old.content, a.new.content, detail)
+        store.append(new_records, plan.vectors, list(history.values()))
         merged: list[MemoryRecord] = []
-        for mid, new in updates.items():
-            old = existing[mid]
+        for a in plan.actions:
+            if not isinstance(a, dedupe.Absorb):
+                continue
+            old, new = a.old, a.updated
+            detail = {"source_ids": list(new.source_ids), "rule": "duplicate"}
             if new.file == EPISODIC:
                 store.index.upsert([rec.item(new, None)])
-                store.index.append_history([HistoryEntry(mid, user_id, "merge", utcnow(), old.content, new.content,
-                                                         {"source_ids": list(new.source_ids), "rule": "duplicate"})])
+                store.index.append_history([HistoryEntry(old.id, user_id, "merge", utcnow(), old.content,
+                                                         new.content, detail)])
             else:
-                store.rewrite(old, new, "merge", {"source_ids": list(new.source_ids), "rule": "duplicate"})
+                store.rewrite(old, new, "merge", detail)
             merged.append(new)
-        for old, i, decision in replaced:
-            newer = cands[i].record
-            detail = {"rule": decision.rule, "similar_to": newer.id}
-            if decision.rule == "llm":
-                detail.update(action=decision.action, reason=decision.reason, new_content=newer.content)
-            store.archive(old, newer.id, detail)
-            store.index.add_relation(user_id, newer.id, old.id, decision.relation, 1.0)
+        for a in superseding:
+            detail = {"rule": a.decision.rule, "similar_to": a.new.id}
+            if a.decision.by_llm:
+                detail.update(action=a.decision.verdict.value, reason=a.decision.reason, new_content=a.new.content)
+            store.archive(a.old, a.new.id, detail)
+            store.index.add_relation(user_id, a.new.id, a.old.id, a.decision.relation, 1.0)
         return new_records, merged
-
-
-def _absorb(keep: MemoryRecord, dup: MemoryRecord) -> MemoryRecord:
-    src = tuple(dict.fromkeys(keep.source_ids + dup.source_ids))
-    return keep.with_(source_ids=src, importance=max(keep.importance, dup.importance), updated_at=utcnow())
