@@ -1,6 +1,7 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   install and run the main job (offline, embedded index)
 #   make test   install and run the whole test suite
+# (make lint: ruff and mypy, run by CI before the tests)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -20,4 +21,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-.PHONY: install demo test
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+.PHONY: install demo test lint

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from memfold.engine.conversations import locomo_sessions
 from memfold.eval.locomo import load_locomo
 from memfold.eval.madial import load_madial
 from memfold.eval.metrics import normalise_evidence
-from memfold.engine.conversations import locomo_sessions
 from memfold.index.base import IndexItem
 from memfold.index.postgres import PostgresIndex
 from memfold.models import MemoryRecord, MemoryType, utcnow

@@ -3,8 +3,16 @@ hybrid retrieval in Chinese and English, offline by default."""
 
 from .config import Settings, load_settings
 from .engine.memory import Memory
-from .errors import (ConfigError, InvalidInputError, MemfoldError, MemoryIndexError, NotFoundError, ProviderError,
-                     ReadOnlyWorkspaceError, SecretRefusedError)
+from .errors import (
+                     ConfigError,
+                     InvalidInputError,
+                     MemfoldError,
+                     MemoryIndexError,
+                     NotFoundError,
+                     ProviderError,
+                     ReadOnlyWorkspaceError,
+                     SecretRefusedError,
+)
 from .models import AddResult, DailyNote, HistoryEntry, MemoryRecord, MemoryType, Message, Retrieval, SearchHit
 from .policy import Policy
 

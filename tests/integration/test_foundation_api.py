@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memfold import (ConfigError, InvalidInputError, Memory, MemoryType, NotFoundError, SecretRefusedError)
+from memfold import ConfigError, InvalidInputError, Memory, MemoryType, NotFoundError, SecretRefusedError
 from memfold.text import memory_markdown as md
 
 

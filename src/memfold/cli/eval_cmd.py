@@ -75,15 +75,12 @@ def render_eval(report: dict[str, Any], console: Console) -> None:
 
 def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool,
          no_extract: bool) -> None:
-    from ..eval.harness import parse_ks
+    from ..eval.harness import DEFAULT_KS, parse_ks
+    from ..eval.locomo import run_locomo
+    from ..eval.madial import MADIAL_KS, run_madial
 
-    if kind == "locomo":
-        from ..eval.harness import DEFAULT_KS as ks_default
-        from ..eval.locomo import run_locomo as run
-    else:
-        from ..eval.madial import MADIAL_KS as ks_default
-        from ..eval.madial import run_madial as run
-    ks = parse_ks(k) if k else ks_default
+    run = run_locomo if kind == "locomo" else run_madial
+    ks: tuple[int, ...] = parse_ks(k) if k else (DEFAULT_KS if kind == "locomo" else MADIAL_KS)
     with BarProgress(err) as bar:
         report = run(path, ks, baselines=baselines, root=root, infer=not no_extract, progress=bar)
     if as_json:

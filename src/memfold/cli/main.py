@@ -281,7 +281,8 @@ def export_(ctx: typer.Context, file: Optional[Path] = typer.Argument(None, help
 
 @app.command("import")
 def import_(ctx: typer.Context,
-            file: Path = typer.Argument(..., help="A JSONL file written by 'memfold export' (or a JSON array of its records).")) -> None:
+            file: Path = typer.Argument(
+                ..., help="A JSONL file written by 'memfold export' (or a JSON array of its records).")) -> None:
     """Import memories exported by 'memfold export' (ids are kept)."""
     rows = render.read_records(file)
     n = runtime(ctx).memory().import_records(rows)

@@ -230,9 +230,9 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
             both.append((i, twin, decision))
         keep.append(i)
     actions: list[Action] = [Absorb(near.existing[mid], new) for mid, new in updates.items()]
-    for i, old, decision, incoming in supersede:
+    for i, old, decision, said in supersede:
         new = cands[i].record
-        actions.append(Merge(old, new, decision, incoming) if incoming is not None else Replace(old, new, decision))
+        actions.append(Merge(old, new, decision, said) if said is not None else Replace(old, new, decision))
     actions.extend(KeepBoth(old, cands[i].record, decision) for i, old, decision in both)
     stored = [cands[i] for i in keep]
     return Plan(stored, vecs[keep] if keep else np.zeros((0, vecs.shape[1]), np.float32), actions)

@@ -13,8 +13,7 @@ from ..config import Settings, load_settings
 from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
-from ..models import (EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval,
-                      SearchHit, utcnow)
+from ..models import EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval, SearchHit, utcnow
 from ..policy import Policy, load_overrides
 from ..providers.chat import ChatModel
 from ..providers.embedder import Embedder, make_embedder
@@ -26,10 +25,10 @@ from . import records as rec
 from .edit import Editor
 from .guard import check_fields, screen_text
 from .pin import PinList, PinStore
-from .read import Retriever
 from .ports import SessionPorts
-from .session import (DEFAULT_AGENT, STATE_KIND as SESSION_KIND, Session, check_language, session_policy,
-                      stateless_context)
+from .read import Retriever
+from .session import DEFAULT_AGENT, Session, check_language, session_policy, stateless_context
+from .session import STATE_KIND as SESSION_KIND
 from .store import UserStore, daily_file
 from .user_language import user_language
 from .write import WritePath

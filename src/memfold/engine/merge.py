@@ -21,8 +21,7 @@ from ..models import EPISODIC, MemoryRecord
 from ..text.memory_markdown import clean_content
 from ..text.secrets import a_kind, find_secret, redact
 from . import records as rec
-from .dedupe import (Candidate, Decision, Neighbours, Origin, Verdict, keep_both, merged_record, same_words,
-                     stored_twin)
+from .dedupe import Candidate, Decision, Neighbours, Origin, Verdict, keep_both, merged_record, same_words, stored_twin
 from .llm_calls import LLMCalls, parse_json_answer
 
 if TYPE_CHECKING:

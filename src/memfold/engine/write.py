@@ -16,16 +16,16 @@ from ..limits import MAX_CONTENT_CHARS, check_length
 from ..models import EPISODIC, AddResult, HistoryEntry, MemoryRecord, MemoryType, Message, utcnow
 from ..policy import Policy
 from ..text import extraction
-from ..text.memory_markdown import clean_content
 from ..text.forget import find_request
+from ..text.memory_markdown import clean_content
 from ..text.secrets import a_kind, screen
 from . import dedupe, forget_requests, guard, merge
 from . import records as rec
+from .conversations import split_long
+from .dedupe import Candidate, Origin
 from .guard import check_fields, redacted_note, screen_text
 from .llm_calls import LLMCalls
-from .conversations import split_long
 from .llm_extract import SourceTurns
-from .dedupe import Candidate, Origin
 from .llm_write import LLMWriteSteps, note_records
 from .store import UserStore, file_for
 
@@ -279,10 +279,10 @@ class WritePath:
                                                  a.old.content, a.new.content, detail)
         store.append(new_records, plan.vectors, list(history.values()))
         merged: list[MemoryRecord] = []
-        for a in plan.actions:
-            if not isinstance(a, dedupe.Absorb):
+        for absorb in plan.actions:
+            if not isinstance(absorb, dedupe.Absorb):
                 continue
-            old, new = a.old, a.updated
+            old, new = absorb.old, absorb.updated
             detail = {"source_ids": list(new.source_ids), "rule": "duplicate"}
             if new.file == EPISODIC:
                 store.index.upsert([rec.item(new, None)])

@@ -19,8 +19,8 @@ import numpy as np
 
 from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceError
 from ..models import HistoryEntry, MemoryRecord
-from ..workspace.files import FileLock
 from ..text import forgetting
+from ..workspace.files import FileLock
 from .base import IndexItem
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_rows import SqliteRowReads
@@ -277,7 +277,8 @@ class SqliteIndex(SqliteRowReads):
     def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute(
-                "SELECT id, content_hash FROM memories WHERE user_id = ? AND file = ? AND is_active = 1", (user_id, file)).fetchall())
+                "SELECT id, content_hash FROM memories WHERE user_id = ? AND file = ? AND is_active = 1",
+                (user_id, file)).fetchall())
 
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         out: set[str] = set()

@@ -48,7 +48,8 @@ class OpenAIEmbedder:
             raise ProviderResponseError(f"embeddings endpoint {self.base_url} sent an unusable body") from exc
         if vecs.ndim != 2 or vecs.shape[0] != len(texts):
             raise ProviderResponseError(
-                f"embeddings endpoint {self.base_url} returned {vecs.shape[0] if vecs.ndim else 0} vectors for {len(texts)} texts")
+                f"embeddings endpoint {self.base_url} returned {vecs.shape[0] if vecs.ndim else 0} vectors "
+                f"for {len(texts)} texts")
         return vecs
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
