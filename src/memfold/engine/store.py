@@ -36,6 +36,8 @@ class UserStore:
         self.backup_keep = backup_keep
         self.user_id = space.user_id
         self._guards: dict[str, GuardedFile] = {}
+        # during reindex: the file-backed rows as they were before the rebuild, and their content hashes
+        self._prior: tuple[dict[str, MemoryRecord], dict[str, str]] | None = None
 
     # ---- reconciliation ----------------------------------------------------------------
     def sync(self, force: bool = False, *, wait: bool = True) -> int:
@@ -123,7 +125,15 @@ class UserStore:
             h = rec.content_hash(r)
             if known.get(eid) == h:
                 continue
-            if eid in known:
+            before = self._prior[0].get(eid) if self._prior is not None and eid not in known else None
+            if before is not None:  # reindex: the row was there before the rebuild; keep its statistics
+                same = self._prior[1].get(eid) == h if self._prior is not None else False
+                r = r.with_(access_count=before.access_count, last_accessed_at=before.last_accessed_at,
+                            created_at=before.created_at, updated_at=before.updated_at if same else utcnow())
+                if not same:  # changed in the file while the index did not know it: an edit by hand
+                    history.append(HistoryEntry(eid, self.user_id, "edit", utcnow(), before.content, r.content,
+                                                _with_redacted({"file": rel, "by": "hand"}, redacted.get(eid))))
+            elif eid in known:
                 old = self.index.get(self.user_id, [eid])
                 if old:
                     r = r.with_(access_count=old[0].access_count, last_accessed_at=old[0].last_accessed_at,
@@ -316,10 +326,20 @@ class UserStore:
         return state
 
     def reindex(self) -> int:
-        """Rebuild every file-backed row of the namespace from the files."""
+        """Rebuild every file-backed row of the namespace from the files. A row that is still in its
+        file keeps its access statistics and gets no history entry; a line changed or added in a
+        file meanwhile is recorded as an edit or an add, as at any sync."""
         with self.space.lock:
-            self.index.clear_files(self.user_id)
-            return self.sync(force=True)
+            rows = [r for r in self.index.list_records(self.user_id, active_only=True) if r.file != EPISODIC]
+            hashes: dict[str, str] = {}
+            for rel in {r.file for r in rows}:
+                hashes.update(self.index.content_hashes(self.user_id, rel))
+            self._prior = ({r.id: r for r in rows}, hashes)
+            try:
+                self.index.clear_files(self.user_id)
+                return self.sync(force=True)
+            finally:
+                self._prior = None
 
 
 def _transaction(index: Index) -> AbstractContextManager[Any]:
