@@ -11,6 +11,7 @@ next write. Everything that is not an entry is kept byte for byte.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -182,7 +183,85 @@ def _spans(lines: list[str]):  # type: ignore[no-untyped-def]
 
 
 def parse(text: str) -> list[Entry]:
-    return [_entry(parts, section, start, end) for section, start, end, parts in _spans(text.split("\n"))]
+    """Every entry of a memory file: its bullets, and the paragraphs written by hand between them
+    (text split at headings, bullets and blank lines), in file order."""
+    lines = text.split("\n")
+    entries = [_entry(parts, section, start, end) for section, start, end, parts in _spans(lines)]
+    entries += [_paragraph(parts, section, start, end) for section, start, end, parts in _paragraph_spans(lines)]
+    return sorted(entries, key=lambda e: e.start)
+
+
+_TEMPLATE_TEXT = {ln.strip() for t in (*MEMORY_TEMPLATE.values(), *LEARNINGS_TEMPLATE.values())
+                  for ln in t.split("\n") if ln.strip() and not ln.startswith(("#", "<!--", "---"))}
+_RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
+_DAY_HEADING = re.compile(r"^(\d{4}-\d{2}-\d{2})\b")
+
+
+def _paragraph_spans(lines: list[str]):  # type: ignore[no-untyped-def]
+    """Yield (section, start, end, lines) for every paragraph written by hand: a run of text lines
+    that are not a heading, a bullet (with its continuation lines), a comment or a rule. The
+    templates' own text (their motto) is not memory."""
+    section, in_comment = "notes", False
+    start: int | None = None
+    para: list[str] = []
+    i = 0
+
+    def flush(end: int):  # type: ignore[no-untyped-def]
+        nonlocal start, para
+        out = (section, start, end, para) if start is not None and "\n".join(para) not in _TEMPLATE_TEXT else None
+        start, para = None, []
+        return out
+
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if in_comment:
+            in_comment = "-->" not in line
+            i += 1
+            continue
+        is_text = bool(stripped) and not stripped.startswith("<!--") and not _HEADING.match(line) \
+            and not _BULLET.match(line) and not _RULE.match(line)
+        if not is_text:
+            got = flush(i)
+            if got:
+                yield got
+            if stripped.startswith("<!--") and "-->" not in stripped:
+                in_comment = True
+            h = _HEADING.match(line)
+            if h and len(h.group(1)) >= 2:
+                section = section_key(h.group(2))
+            elif _BULLET.match(line):  # skip the bullet's continuation lines
+                i += 1
+                while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
+                    i += 1
+                continue
+            i += 1
+            continue
+        if start is None:
+            start = i
+        para.append(line.strip())
+        i += 1
+    got = flush(i)
+    if got:
+        yield got
+
+
+def paragraph_id(section: str, content: str) -> str:
+    """The id of a hand-written paragraph: derived from its words (no id is written into the file,
+    so the layout stays as written; a changed paragraph is a new memory)."""
+    return "p" + hashlib.blake2b(f"{section}\n{content}".encode("utf-8"), digest_size=6).hexdigest()[:11]
+
+
+def _paragraph(parts: list[str], section: str, start: int, end: int) -> Entry:
+    content = "\n".join(parts).strip()
+    date = None
+    d = _DATE.match(content)
+    if d:
+        date, content = d.group(1), content[d.end():].strip()
+    else:
+        day = _DAY_HEADING.match(section)  # the seed-001 layout: "## 2026-11-02" then the day's text
+        date = day.group(1) if day else None
+    return Entry(id=paragraph_id(section, content), section=section, date=date, content=content, start=start, end=end)
 
 
 def _entry(parts: list[str], section: str, start: int, end: int) -> Entry:
