@@ -122,8 +122,8 @@ class Retriever:
         self._policy = policy
 
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
-               record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
-               distinct: bool = True) -> list[SearchHit]:
+               record_access: bool = True, include_episodic: bool = True, now: datetime | None = None
+               ) -> list[SearchHit]:
         store = self._store(user_id)
         pol = self._policy(user_id)
         k = limit or pol.retrieve_limit
@@ -154,7 +154,7 @@ class Retriever:
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
-        hits = (collapse_turn_copies(hits) if distinct else hits)[:k]
+        hits = collapse_turn_copies(hits)[:k]
         if record_access and hits:
             store.index.record_access(user_id, [h.record.id for h in hits], now)
         return hits
