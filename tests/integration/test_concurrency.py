@@ -74,3 +74,55 @@ def test_killed_writer_never_leaves_a_torn_memory_md(root: Path, embedder):
         mem = Memory(root=root, embedder=embedder)
         assert {r.id for r in mem.get_all("shared")} == {e.id for e in entries}
         mem.close()
+
+
+# The writer dies by SIGKILL right after its K-th file-system call (open, fsync, rename, link...)
+# once warmed up: the test runs it for every K across more than one whole add, so some run dies at
+# each step of writing MEMORY.md, whatever order of steps the write uses.
+KILLED_WRITER = textwrap.dedent("""
+    import builtins, io, os, signal, sys
+    sys.path.insert(0, sys.argv[3])
+    from memfold import Memory
+    from tests.support.hash_embedder import HashEmbedder
+    root, kill_at = sys.argv[1], int(sys.argv[2])
+    m = Memory(root=root, embedder=HashEmbedder())
+    for i in range(3):  # warm up: files exist, the model is loaded
+        m.add(f"k {i}: apple river stone cloud", "shared", memory_type="note", importance=0.5)
+        print(i, flush=True)
+    count = 0
+    def hook(real):
+        def call(*a, **kw):
+            global count
+            out = real(*a, **kw)
+            count += 1
+            if count == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return out
+        return call
+    for mod, name in ((os, "open"), (io, "open"), (builtins, "open"), (os, "fdopen"), (os, "fsync"),
+                      (os, "replace"), (os, "rename"), (os, "link"), (os, "unlink")):
+        setattr(mod, name, hook(getattr(mod, name)))
+    for i in range(3, 10):
+        m.add(f"k {i}: violin tiger copper lantern", "shared", memory_type="note", importance=0.5)
+        print(i, flush=True)
+""")
+
+
+def test_writer_killed_at_each_step_of_a_write_keeps_every_acknowledged_add(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
+    procs = {k: subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(tmp_path / f"ws{k}"), str(k),
+                                  str(Path(__file__).parents[2])], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(1, 17)}
+    for k, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == -signal.SIGKILL, (k, err)
+        acked = {int(line) for line in out.split()}
+        assert {0, 1, 2} <= acked
+        text = (tmp_path / f"ws{k}" / "shared" / "MEMORY.md").read_text()
+        assert split_marker(text)[0].rstrip().endswith(
+            "_Remember what matters, forget what doesn't. Tidy regularly, keep it concise._"), (k, text)
+        entries = md.parse(text)
+        numbers = {int(e.content.split(":")[0].split()[1]) for e in entries}
+        assert acked <= numbers, (k, acked, numbers)  # every acknowledged add is in the file
+        assert all(e.id and e.content.startswith("k ") for e in entries)

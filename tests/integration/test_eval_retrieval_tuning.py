@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from memfold import Memory
 from memfold.engine.read import adjustment, is_question, query_vector
 from memfold.models import MemoryRecord, MemoryType, utcnow
 from memfold.policy import Policy
@@ -39,13 +40,27 @@ def test_query_vector_mixes_in_the_last_line(embedder) -> None:
     assert np.allclose(query_vector(embedder, conv, 0.0), whole)
 
 
-def test_speaker_named_in_query_ranks_first(mem) -> None:
-    turns = [{"role": "user", "name": "Jordan", "content": "Morgan, the lake trip was lovely.", "turn_id": "D1:1"},
-             {"role": "user", "name": "Morgan", "content": "I kayaked across the lake at dawn.", "turn_id": "D1:2"}]
-    mem.add(turns[:1], "s", infer=False)  # separate calls: no neighbour context
-    mem.add(turns[1:], "s", infer=False)
-    hits = mem.search("What did Morgan do at the lake?", "s", limit=2, record_access=False)
-    assert hits[0].record.source_ids == ("D1:2",)
+def _speaker_ranking(root, embedder, **policy) -> list[tuple[str, ...]]:
+    """Another speaker's turn that names Morgan and the lake beats Morgan's own turn on words and
+    meaning alone; only the speaker bonus lifts Morgan's turn above it."""
+    m = Memory(root=root, embedder=embedder, policy=policy)
+    fillers = ["The weather report said rain all week.", "My sister bought a new car.", "We cooked pasta for dinner."]
+    for i, text in enumerate(fillers):
+        m.add([{"role": "user", "name": "Sam", "content": text, "turn_id": f"D0:{i}"}], "s", infer=False)
+    # separate calls: no neighbour context
+    m.add([{"role": "user", "name": "Jordan", "content": "Morgan loved the lake.", "turn_id": "D1:1"}], "s",
+          infer=False)
+    m.add([{"role": "user", "name": "Morgan", "content": "I kayaked across the lake at dawn.", "turn_id": "D1:2"}],
+          "s", infer=False)
+    hits = m.search("What did Morgan do at the lake?", "s", limit=2, record_access=False)
+    m.close()
+    return [h.record.source_ids for h in hits]
+
+
+def test_speaker_named_in_query_ranks_first(tmp_path, embedder) -> None:
+    assert _speaker_ranking(tmp_path / "on", embedder) == [("D1:2",), ("D1:1",)]
+    # the same data without the bonus ranks the other way round: the bonus is what decides
+    assert _speaker_ranking(tmp_path / "off", embedder, score_bonus_speaker=0.0) == [("D1:1",), ("D1:2",)]
 
 
 def test_turn_context_has_the_date_in_words(mem) -> None:

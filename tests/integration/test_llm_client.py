@@ -3,14 +3,15 @@ its fallback, retries with backoff, error translation, config from the environme
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from memfold.config import LLMSettings, load_settings
 from memfold.errors import ConfigError, ProviderError, ProviderResponseError, ProviderTimeout
 from memfold.providers.chat import ChatModel, make_chat_model
+from memfold.providers import openai_chat
 from memfold.providers.openai_chat import OpenAIChatModel
 
 from ..support.openai_server import Reply
@@ -93,11 +94,14 @@ def test_retries_5xx_and_429_then_succeeds(llm_server, status):
     assert len(llm_server.chat_requests()) == 3
 
 
-def test_backoff_is_exponential(llm_server):
-    llm_server.script(Reply(status=500), Reply(status=500), "done")
-    started = time.perf_counter()
-    _model(llm_server, backoff=0.1).complete(MSGS)
-    assert time.perf_counter() - started >= 0.1 + 0.2
+def test_backoff_is_exponential(llm_server, monkeypatch):
+    # the waits are recorded rather than timed: four retries tell doubling from any linear growth
+    waits: list[float] = []
+    monkeypatch.setattr(openai_chat, "time", SimpleNamespace(sleep=waits.append))
+    llm_server.script(*[Reply(status=500)] * 4, "done")
+    assert _model(llm_server, backoff=0.1, max_retries=4).complete(MSGS).text == "done"
+    assert waits == pytest.approx([0.1, 0.2, 0.4, 0.8])
+    assert len(llm_server.chat_requests()) == 5
 
 
 def test_gives_up_after_max_retries_with_a_clear_error(llm_server):

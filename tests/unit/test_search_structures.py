@@ -1,0 +1,134 @@
+"""The in-process search structures fold their delta and compact their dead slots as they are
+changed (thresholds lowered), and search the same before and after: BM25 and cosine recomputed by
+brute force from the live rows are the oracle."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from memfold.index.keywords import B, K1, KeywordIndex
+from memfold.index.vectors import VectorMatrix
+
+WORDS = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier canyon orchid "
+         "falcon marble velvet thunder bamboo saddle comet walnut ember prism quartz").split()
+
+
+def _bm25(corpus: dict[str, str], query: list[str]) -> dict[str, float]:
+    docs = {mid: d.split() for mid, d in corpus.items()}
+    n = len(docs)
+    avgdl = sum(map(len, docs.values())) / n
+    out: dict[str, float] = {}
+    for mid, toks in docs.items():
+        tf = Counter(toks)
+        score = 0.0
+        for t in dict.fromkeys(query):
+            if tf[t]:
+                df = sum(1 for d in docs.values() if t in d)
+                idf = math.log1p((n - df + 0.5) / (df + 0.5))
+                score += idf * tf[t] * (K1 + 1) / (tf[t] + K1 * (1 - B + B * len(toks) / avgdl))
+        if score > 0:
+            out[mid] = score
+    return out
+
+
+def _same_keyword_results(k: KeywordIndex, corpus: dict[str, str], rng: random.Random) -> None:
+    assert len(k) == len(corpus)
+    for _ in range(8):
+        query = rng.sample(WORDS, 3)
+        got = dict(k.search(query, len(corpus) + 5))
+        want = _bm25(corpus, query)
+        assert got.keys() == want.keys()
+        assert all(got[m] == pytest.approx(want[m], rel=1e-5) for m in want)
+
+
+def test_keyword_index_folds_its_delta_and_compacts_dead_slots(monkeypatch) -> None:
+    monkeypatch.setattr(KeywordIndex, "FOLD_MIN_POSTINGS", 40)
+    monkeypatch.setattr(KeywordIndex, "COMPACT_MIN_DEAD", 8)
+    rng = random.Random(7)
+    corpus = {f"m{i}": " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) for i in range(30)}
+    k = KeywordIndex()
+    k.upsert(list(corpus), list(corpus.values()))  # a load: straight into the base
+    assert k.footprint()["delta_postings"] == 0 and k.base_n == 30
+    _same_keyword_results(k, corpus, rng)
+    # one row at a time goes to the delta, which is folded into the base past the threshold
+    folds = 0
+    for i in range(30, 80):
+        mid, doc = f"m{i}", " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9)))
+        before, bound = k.footprint()["delta_postings"], max(40, len(k.t_slot) // 4) + 9
+        k.upsert([mid], [doc])
+        corpus[mid] = doc
+        after = k.footprint()
+        assert after["delta_postings"] <= bound
+        if after["delta_postings"] < before:
+            folds += 1
+            assert after["delta_postings"] == after["delta_rows"] == 0 and k.base_n == len(corpus)
+        _same_keyword_results(k, corpus, rng)
+    assert folds >= 3
+    # changed rows leave dead slots; removals past the threshold (and half the slots) compact them away
+    for mid in list(corpus)[:10]:
+        corpus[mid] = " ".join(rng.choice(WORDS) for _ in range(4))
+        k.upsert([mid], [corpus[mid]])
+    _same_keyword_results(k, corpus, rng)
+    compactions = 0
+    for mid in list(corpus)[:70]:
+        slots = k.footprint()["slots"]
+        k.remove([mid])
+        del corpus[mid]
+        if k.footprint()["slots"] < slots:
+            compactions += 1
+            assert k.footprint()["slots"] == k.footprint()["live"] == len(corpus)
+            # terms no live row uses any more have left the vocabulary
+            assert k.footprint()["vocab"] == len({t for d in corpus.values() for t in d.split()})
+        _same_keyword_results(k, corpus, rng)
+    assert compactions >= 1
+    assert k.footprint()["slots"] <= 2 * len(corpus) + 8 + 1
+
+
+def _same_vector_results(v: VectorMatrix, rows: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+    assert len(v) == len(rows)
+    ids = list(rows)
+    mat = np.stack([rows[m] for m in ids])
+    for _ in range(5):
+        q = rng.standard_normal(mat.shape[1]).astype(np.float32)
+        q /= np.linalg.norm(q)
+        exact = mat @ q
+        order = sorted(range(len(ids)), key=lambda i: -exact[i])[:7]
+        got = v.search(q, 7)
+        assert [m for m, _ in got] == [ids[i] for i in order]
+        assert [s for _, s in got] == pytest.approx([float(exact[i]) for i in order], abs=1e-5)
+
+
+def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
+    x = rng.standard_normal(dim).astype(np.float32)
+    return x / np.linalg.norm(x)
+
+
+def test_vector_matrix_compacts_dead_rows(monkeypatch) -> None:
+    monkeypatch.setattr(VectorMatrix, "COMPACT_MIN_DEAD", 6)
+    rng = np.random.default_rng(3)
+    dim = 16
+    rows = {f"v{i}": _unit(rng, dim) for i in range(40)}
+    v = VectorMatrix(dim)
+    v.upsert(list(rows), np.stack(list(rows.values())))
+    _same_vector_results(v, rows, rng)
+    compactions = 0
+    for mid in list(rows)[:32]:
+        before = v.footprint()["rows"]
+        v.remove([mid])
+        del rows[mid]
+        if v.footprint()["rows"] < before:
+            compactions += 1
+            assert v.footprint()["rows"] == v.footprint()["ids"] == len(rows) and v.dead == 0
+        _same_vector_results(v, rows, rng)
+    assert compactions >= 1
+    assert v.footprint()["rows"] <= 2 * len(rows) + 6 + 1
+    # a removed id may come back, changed rows are replaced in place; results stay exact
+    for mid in ("v0", "v39"):
+        rows[mid] = _unit(rng, dim)
+        v.upsert([mid], rows[mid][None, :])
+    _same_vector_results(v, rows, rng)
