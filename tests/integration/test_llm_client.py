@@ -10,8 +10,8 @@ import pytest
 
 from memfold.config import LLMSettings, load_settings
 from memfold.errors import ConfigError, ProviderError, ProviderResponseError, ProviderTimeout
-from memfold.providers.chat import ChatModel, make_chat_model
 from memfold.providers import openai_chat
+from memfold.providers.chat import ChatModel, make_chat_model
 from memfold.providers.openai_chat import OpenAIChatModel
 
 from ..support.openai_server import Reply

@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from memfold.index.keywords import B, K1, KeywordIndex
+from memfold.index.keywords import K1, B, KeywordIndex
 from memfold.index.vectors import VectorMatrix
 
 WORDS = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier canyon orchid "
