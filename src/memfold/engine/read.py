@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -39,6 +40,51 @@ def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyw
         k, v = kw.get(mid, 0.0), vec.get(mid, 0.0)
         out[mid] = (keyword_weight * k + (1.0 - keyword_weight) * v, k, v)
     return out
+
+
+def _same_words(extracted: str, turn: str) -> bool:
+    """The extracted memory's words are the turn's, or contained in them (case and spaces aside)."""
+    a, b = " ".join(extracted.casefold().split()), " ".join(turn.casefold().split())
+    if a and a in b:
+        return True
+    ta, tb = set(terms(extracted)), set(terms(turn))
+    return bool(ta) and len(ta & tb) / len(ta | tb) >= 0.8
+
+
+def collapse_turn_copies(hits: list[SearchHit]) -> list[SearchHit]:
+    """An episodic turn and a memory extracted from it (a shared source turn id, the same words)
+    count once: the extracted typed memory stays, at the better of the two places, carrying both
+    records' source ids. ``hits`` best first; the order is kept."""
+    typed = [h for h in hits if h.record.file != EPISODIC and h.record.source_ids]
+    if not typed or len(typed) == len(hits):
+        return hits
+    drop: set[str] = set()
+    keep_at: dict[str, int] = {}
+    merged: dict[str, tuple[str, ...]] = {}
+    pos = {h.record.id: i for i, h in enumerate(hits)}
+    for t in typed:
+        for h in hits:
+            r = h.record
+            if r.file != EPISODIC or r.id in drop or not set(r.source_ids) & set(t.record.source_ids):
+                continue
+            if _same_words(t.record.content, r.content):
+                drop.add(r.id)
+                keep_at[t.record.id] = min(keep_at.get(t.record.id, pos[t.record.id]), pos[r.id])
+                ids = merged.get(t.record.id, t.record.source_ids)
+                merged[t.record.id] = ids + tuple(x for x in r.source_ids if x not in ids)
+    if not drop:
+        return hits
+    placed: list[tuple[int, int, SearchHit]] = []
+    for i, h in enumerate(hits):
+        if h.record.id in drop:
+            continue
+        if h.record.id in merged:
+            src = hits[keep_at[h.record.id]]
+            h = replace(h, record=h.record.with_(source_ids=merged[h.record.id]), score=max(h.score, src.score))
+            placed.append((keep_at[h.record.id], i, h))
+        else:
+            placed.append((i, i, h))
+    return [h for _, _, h in sorted(placed, key=lambda x: (x[0], x[1]))]
 
 
 def query_vector(embedder: Embedder, query: str, last_line_weight: float) -> np.ndarray:
@@ -76,8 +122,9 @@ class Retriever:
         self._policy = policy
 
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
-               record_access: bool = True, include_episodic: bool = True, now: datetime | None = None
-               ) -> list[SearchHit]:
+               record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
+               collapse_copies: bool = True) -> list[SearchHit]:
+        """Ranked hits; with ``collapse_copies`` a turn and the memory extracted from it count once."""
         store = self._store(user_id)
         pol = self._policy(user_id)
         k = limit or pol.retrieve_limit
@@ -108,7 +155,7 @@ class Retriever:
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
-        hits = hits[:k]
+        hits = (collapse_turn_copies(hits) if collapse_copies else hits)[:k]
         if record_access and hits:
             store.index.record_access(user_id, [h.record.id for h in hits], now)
         return hits

@@ -1,0 +1,28 @@
+"""A turn and the memory extracted from it are the same memory: a search shows it once, the
+extracted typed memory carrying both records' turn ids, and still returns ``limit`` results."""
+
+from __future__ import annotations
+
+import pytest
+
+from memfold import Memory
+from memfold.models import EPISODIC
+
+
+@pytest.mark.parametrize("turn, query, others", [
+    ("I like sushi", "sushi", ["I went hiking with Tom", "My sister likes sushi rolls", "We bought a red car"]),
+    ("我喜欢吃寿司", "寿司", ["我和汤姆去爬山了", "我妹妹也喜欢寿司卷", "我们买了一辆红色的车"]),
+])
+def test_a_turn_and_its_extracted_memory_count_once(mem: Memory, turn: str, query: str, others: list[str]) -> None:
+    mem.add([{"role": "user", "content": turn, "turn_id": "t1"}], "u")
+    for i, text in enumerate(others):
+        mem.add([{"role": "user", "content": text, "turn_id": f"o{i}"}], "u", infer=False)
+    both = [r for r in mem.get_all("u", limit=100) if r.content == turn]
+    assert {r.file == EPISODIC for r in both} == {True, False}  # stored twice: the turn and the memory
+    hits = mem.search(query, "u", limit=3, record_access=False)
+    assert len(hits) == 3
+    same = [h for h in hits if h.record.content == turn]
+    assert len(same) == 1 and same[0].record.file != EPISODIC
+    assert same[0].record.source_ids == ("t1",)
+    assert len({h.record.id for h in hits}) == 3
+    assert hits == sorted(hits, key=lambda h: -h.score)
