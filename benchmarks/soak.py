@@ -24,10 +24,11 @@ from pathlib import Path
 
 from memfold import Memory
 from memfold.errors import NotFoundError
+from memfold.eval.fresh_words import FreshWords
 
 USERS = ("soak_en", "soak_zh")
-SYLLABLES = "ka lo mi ren tu vash pel dor quin sab fet gri hol jun mox".split()
-CJK = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+
+LANG = {"soak_en": "en", "soak_zh": "zh"}
 
 
 def rss_mb() -> float:
@@ -35,27 +36,6 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-class Words:
-    def __init__(self, seed: int):
-        self.rng, self.n = random.Random(seed), 0
-
-    def en(self) -> str:
-        self.n += 1
-        return "".join(self.rng.choice(SYLLABLES) for _ in range(3)) + str(self.n)
-
-    def zh(self) -> str:
-        return "".join(self.rng.choice(CJK) for _ in range(3))
-
-    def fact(self, user: str) -> str:
-        if user == "soak_zh":
-            return f"我的朋友{self.zh()}喜欢去{self.zh()}喝{self.zh()}茶"
-        return f"My friend {self.en()} likes walking to {self.en()} with {self.en()}"
-
-    def query(self, user: str) -> str:
-        return f"{self.zh()}在哪里" if user == "soak_zh" else f"where does {self.en()} go"
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -99,46 +79,46 @@ def main() -> int:
                     except NotFoundError:
                         pass
 
-    words0 = Words(0)
+    words0 = FreshWords(0)
     for u in USERS:
         mem.init(u, language="zh" if u == "soak_zh" else "en")
         for _ in range(args.base):
-            owned[u].extend(r.id for r in mem.add(words0.fact(u), user_id=u, infer=False).added)
+            owned[u].extend(r.id for r in mem.add(words0.fact(LANG[u]), user_id=u, infer=False).added)
     sample("grown")
 
     sessions = [{u: mem.session(f"s{t}-{u}", user_id=u, agent_id=f"agent{t}") for u in USERS}
                 for t in range(args.threads)]
 
     def worker(t: int, n: int) -> None:
-        rng, words = random.Random(1000 + t), Words(1000 + t)
+        rng, words = random.Random(1000 + t), FreshWords(1000 + t)
         for i in range(n):
             u = USERS[i % 2]
             op = rng.random()
             try:
                 if op < 0.30:
-                    got = mem.add(words.fact(u), user_id=u, agent_id=f"agent{t}")
+                    got = mem.add(words.fact(LANG[u]), user_id=u, agent_id=f"agent{t}")
                     with lock:
                         owned[u].extend(r.id for r in got.added)
                         victim = owned[u].popleft() if len(owned[u]) > args.base else None
                     if victim:
                         mem.delete(victim, user_id=u)
                 elif op < 0.55:
-                    mem.search(words.query(u), user_id=u, limit=5)
+                    mem.search(words.query(LANG[u]), user_id=u, limit=5)
                 elif op < 0.63:
                     with lock:
                         mid = rng.choice(owned[u]) if owned[u] else None
                     if mid:
-                        mem.update(mid, user_id=u, content=words.fact(u))
+                        mem.update(mid, user_id=u, content=words.fact(LANG[u]))
                 elif op < 0.66:
-                    mem.forget(words.query(u), user_id=u, dry_run=True)
+                    mem.forget(words.query(LANG[u]), user_id=u, dry_run=True)
                 elif op < 0.88:
                     s = sessions[t][u]
-                    s.add_message("user", words.fact(u))
-                    s.build_context(words.query(u))
+                    s.add_message("user", words.fact(LANG[u]))
+                    s.build_context(words.query(LANG[u]))
                 elif op < 0.89:
-                    mem.add_note(words.fact(u), user_id=u)
+                    mem.add_note(words.fact(LANG[u]), user_id=u)
                 else:
-                    mem.retrieve(words.query(u), user_id=u, limit=5)
+                    mem.retrieve(words.query(LANG[u]), user_id=u, limit=5)
             except NotFoundError:  # deleted by another thread meanwhile
                 pass
             with lock:

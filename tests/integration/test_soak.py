@@ -18,6 +18,7 @@ import pytest
 
 from memfold import Memory
 from memfold.errors import NotFoundError
+from memfold.eval.fresh_words import FreshWords
 from memfold.index.keywords import KeywordIndex
 from memfold.index.vectors import VectorMatrix
 from memfold.text.terms import terms
@@ -28,33 +29,8 @@ USERS = ("soak_en", "soak_zh")
 BASE_ROWS = 150  # live memories per user once the first phase is over
 THREADS = 4
 OPS_PER_THREAD = 400  # per half of the steady phase: 2 halves x 4 threads x 400 = 3,200 calls
-SYLLABLES = "ka lo mi ren tu vash pel dor quin sab fet gri hol jun mox".split()
-CJK = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
 
-
-class Words:
-    """Never-seen words: every call brings new keyword terms (the case that used to explode)."""
-
-    def __init__(self, seed: int):
-        self.rng = random.Random(seed)
-        self.n = 0
-
-    def en(self) -> str:
-        self.n += 1
-        word = "".join(self.rng.choice(SYLLABLES) for _ in range(3))
-        return f"{word}{self.n}"
-
-    def zh(self) -> str:
-        return "".join(self.rng.choice(CJK) for _ in range(3))
-
-    def fact(self, user: str) -> str:
-        if user == "soak_zh":
-            return f"我的朋友{self.zh()}喜欢去{self.zh()}喝{self.zh()}茶"
-        return f"My friend {self.en()} likes walking to {self.en()} with {self.en()}"
-
-    def query(self, user: str) -> str:
-        return f"{self.zh()}在哪里" if user == "soak_zh" else f"where does {self.en()} go"
-
+LANG = {"soak_en": "en", "soak_zh": "zh"}
 
 def _live_terms(mem: Memory, user: str) -> int:
     vocab: set[str] = set()
@@ -97,25 +73,25 @@ def test_soak_mixed_calls_from_threads_stay_bounded(root, embedder, small_thresh
     counts: dict[str, int] = {}
 
     # ---- phase 1: the data grows to BASE_ROWS live memories per user --------------------------
-    w0 = Words(0)
+    w0 = FreshWords(0)
     for u in USERS:
         mem.init(u, language="zh" if u == "soak_zh" else "en")
         for _ in range(BASE_ROWS):
-            owned[u].extend(r.id for r in mem.add(w0.fact(u), user_id=u, infer=False).added)
+            owned[u].extend(r.id for r in mem.add(w0.fact(LANG[u]), user_id=u, infer=False).added)
 
     # sessions stay open for the whole test, as in a chat server: one per thread and user
     open_sessions = [{u: mem.session(f"s{t}-{u}", user_id=u, agent_id=f"agent{t % 2}") for u in USERS}
                      for t in range(THREADS)]
 
     def worker(n: int, seed: int) -> None:
-        rng, words = random.Random(seed), Words(seed)
+        rng, words = random.Random(seed), FreshWords(seed)
         sessions = open_sessions[seed % THREADS]
         try:
             for i in range(n):
                 u = USERS[i % 2]
                 op = rng.random()
                 if op < 0.30:  # add a fact with new words, then delete the oldest: the data stays the same size
-                    got = mem.add(words.fact(u), user_id=u, agent_id=f"agent{seed % 2}")
+                    got = mem.add(words.fact(LANG[u]), user_id=u, agent_id=f"agent{seed % 2}")
                     with owned_lock:
                         owned[u].extend(r.id for r in got.added)
                         victim = owned[u].popleft() if len(owned[u]) > BASE_ROWS else None
@@ -125,29 +101,29 @@ def test_soak_mixed_calls_from_threads_stay_bounded(root, embedder, small_thresh
                         except NotFoundError:
                             pass
                 elif op < 0.55:
-                    mem.search(words.query(u), user_id=u, limit=5)
+                    mem.search(words.query(LANG[u]), user_id=u, limit=5)
                 elif op < 0.63:  # new words for a memory: re-embedded, re-termed
                     with owned_lock:
                         mid = rng.choice(owned[u]) if owned[u] else None
                     if mid:
                         try:
-                            mem.update(mid, user_id=u, content=words.fact(u))
+                            mem.update(mid, user_id=u, content=words.fact(LANG[u]))
                         except NotFoundError:
                             pass
                 elif op < 0.68:  # forget: what matches some words (dry run), then one memory by its id
-                    mem.forget(words.query(u), user_id=u, dry_run=True)
-                    got = mem.add(words.fact(u), user_id=u, infer=False).added
+                    mem.forget(words.query(LANG[u]), user_id=u, dry_run=True)
+                    got = mem.add(words.fact(LANG[u]), user_id=u, infer=False).added
                     if got:
                         mem.forget(got[0].id, user_id=u)
                 elif op < 0.88:  # a conversation: folded into summaries, extracted into memories
                     s = sessions[u]
-                    s.add_message("user", words.fact(u))
+                    s.add_message("user", words.fact(LANG[u]))
                     s.add_message("assistant", "好的，我记住了" if u == "soak_zh" else "Noted.")
-                    s.build_context(words.query(u))
+                    s.build_context(words.query(LANG[u]))
                 elif op < 0.90:
-                    mem.add_note(words.fact(u), user_id=u)
+                    mem.add_note(words.fact(LANG[u]), user_id=u)
                 else:
-                    mem.retrieve(words.query(u), user_id=u, limit=5)
+                    mem.retrieve(words.query(LANG[u]), user_id=u, limit=5)
                 counts[f"{seed}"] = i + 1
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
