@@ -138,21 +138,7 @@ class FileLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "FileLock":
-        self._tlock.acquire()
-        if self._depth == 0:
-            try:
-                fd = self._open()
-            except BaseException:
-                self._tlock.release()
-                raise
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                os.close(fd)
-                self._tlock.release()
-                raise
-            self._fd = fd
-        self._depth += 1
+        self._acquire(blocking=True)
         return self
 
     def _open(self) -> int:
@@ -168,7 +154,10 @@ class FileLock:
     def acquire_nowait(self) -> bool:
         """Take the lock only if no other thread or process holds it; True when taken (then
         release it with ``__exit__``)."""
-        if not self._tlock.acquire(blocking=False):
+        return self._acquire(blocking=False)
+
+    def _acquire(self, blocking: bool) -> bool:
+        if not self._tlock.acquire(blocking=blocking):
             return False
         if self._depth == 0:
             try:
@@ -177,7 +166,7 @@ class FileLock:
                 self._tlock.release()
                 raise
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 self._tlock.release()
