@@ -13,6 +13,7 @@ from pathlib import Path
 from memfold import Memory
 from memfold.text import memory_markdown as md
 from memfold.workspace.editsafe import split_marker
+from tests.support.hash_embedder import HashEmbedder
 
 WRITER = textwrap.dedent("""
     import random, sys
@@ -126,3 +127,9 @@ def test_writer_killed_at_each_step_of_a_write_keeps_every_acknowledged_add(tmp_
         numbers = {int(e.content.split(":")[0].split()[1]) for e in entries}
         assert acked <= numbers, (k, acked, numbers)  # every acknowledged add is in the file
         assert all(e.id and e.content.startswith("k ") for e in entries)
+        # reopening brings the index in line with the file, whatever step the kill interrupted
+        # (e.g. between the revision log and the latest text of .edits/: the file is memfold's own)
+        mem = Memory(root=tmp_path / f"ws{k}", embedder=HashEmbedder())
+        assert {r.id for r in mem.get_all("shared")} == {e.id for e in entries}, k
+        assert md.parse((tmp_path / f"ws{k}" / "shared" / "MEMORY.md").read_text()) == entries, k
+        mem.close()

@@ -1,7 +1,7 @@
 """The bullet-level three-way merge of a hand save with what memfold wrote since its base."""
 
 from memfold.text import memory_markdown as md
-from memfold.workspace.editsafe import bullet_hashes, merge3, split_marker, with_marker
+from memfold.workspace.bullet_merge import bullet_hashes, merge3, split_marker, with_marker
 
 BASE = md.MEMORY_TEMPLATE["en"].replace("## Notes\n", "## Notes\n"
                                         "- 2026-11-20: tea at five <!-- mf:aaaa1111 -->\n"
