@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
-from . import eval_cmd, llm_cmd, migrate_cmd, render, session_cmd
+from . import eval_cmd, llm_cmd, migrate_cmd, policy_cmd, render, session_cmd
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
 from .help_compat import hide_flag_types
 
@@ -289,10 +289,7 @@ def import_(ctx: typer.Context,
     out.print(f"imported {n} memories")
 
 
-@app.command()
-def policy(ctx: typer.Context, user: User = "default") -> None:
-    """Print the effective memory policy of a namespace."""
-    print_json(runtime(ctx).memory().policy(user).to_dict())
+policy_cmd.register(app)  # policy [show|set|reset|snapshots|rollback]
 
 
 session_cmd.register(app)  # chat, context, summarize, sessions

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings, load_settings
-from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
+from ..errors import ConfigError, InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
+from ..maintenance.evolution import PolicyEvolution
+from ..maintenance.policy_files import PolicyFiles
 from ..models import EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval, SearchHit, utcnow
-from ..policy import Policy, load_overrides
+from ..policy import Policy
 from ..providers.chat import ChatModel
 from ..providers.embedder import Embedder, make_embedder
 from ..text.memory_markdown import clean_content
@@ -50,7 +52,7 @@ class Memory:
         self.index = index or open_index(self.settings, self.embedder.dim, self.embedder.name)
         self._policy_args = policy or {}
         self._base_policy = self.settings.base_policy()
-        self._policies: dict[str, Policy] = {}
+        self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy]] = {}
         self._stores: dict[str, UserStore] = {}
         self._lock = threading.RLock()
         self.retriever = Retriever(self._store, self.policy)
@@ -60,15 +62,39 @@ class Memory:
 
     # ---- wiring ----------------------------------------------------------------------
     def policy(self, user_id: str = "default") -> Policy:
-        """The effective policy of a namespace: defaults → config → policy_overrides.json → arguments."""
+        """The effective policy of a namespace: defaults → config → policy_overrides.json → arguments.
+        Read again when the overrides file changed (a session keeps the policy it started with);
+        a file made unreadable meanwhile keeps the last good policy (with a warning)."""
         with self._lock:
-            pol = self._policies.get(user_id)
-            if pol is None:
-                space = self.workspace.user(check_user_id(user_id))
-                path = space.dir / "policy_overrides.json"
-                pol = self._base_policy.merged(load_overrides(path), str(path)).merged(self._policy_args, "arguments")
-                self._policies[user_id] = pol
+            files = self.policy_files(user_id)
+            stamp = files.stamp()
+            cached = self._policies.get(user_id)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+            try:
+                pol = files.effective(self._base_policy).merged(self._policy_args, "arguments")
+            except ConfigError as exc:
+                if cached is None:
+                    raise
+                log.warning("keeping the policy of %s loaded before: %s", user_id, exc)
+                pol = cached[1]
+            self._policies[user_id] = (stamp, pol)
             return pol
+
+    def policy_files(self, user_id: str = "default") -> PolicyFiles:
+        """The namespace's ``policy_overrides.json`` and ``policy_snapshots/``: ``set``, ``reset``,
+        ``snapshots``, ``rollback`` (each change snapshotted first)."""
+        space = self.workspace.user(check_user_id(user_id))
+        return PolicyFiles(space.dir, space.lock)
+
+    @property
+    def evolution(self) -> PolicyEvolution:
+        """Policy evolution (``evolution_enabled``): told of every session message."""
+        with self._lock:
+            if "_evolution" not in self.__dict__:
+                self._evolution = PolicyEvolution(policy=self.policy, files=self.policy_files, state=self.index,
+                                                  chat=lambda: self.chat_model, language=self.language)
+            return self._evolution
 
     def _store(self, user_id: str) -> UserStore:
         with self._lock:
@@ -301,7 +327,8 @@ class Memory:
 
     @property
     def _session_ports(self) -> SessionPorts:
-        return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index)
+        return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index,
+                            after_message=self.evolution)
 
     def sessions(self, user_id: str = "default") -> list[str]:
         """The ids of the namespace's sessions."""

@@ -6,7 +6,7 @@ and read an agent's pin list (``Pins``). ``Memory`` satisfies all three."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -36,13 +36,22 @@ class Pins(Protocol):
     def pins(self, agent_id: str, user_id: str = "default") -> PinList: ...
 
 
+class MessageHook(Protocol):
+    """Told after a session saved a message (policy evolution counts them); ``conversation``
+    gives the session's summary and buffer when it is needed."""
+
+    def message_added(self, user_id: str,
+                      conversation: Callable[[], tuple[str, Sequence[dict[str, Any]]]]) -> Any: ...
+
+
 @dataclass(frozen=True)
 class SessionPorts:
-    """What a session uses: retrieval, ingestion, pin lists, the embedder (relevant history)
-    and the state rows."""
+    """What a session uses: retrieval, ingestion, pin lists, the embedder (relevant history),
+    the state rows and what to tell after each message."""
 
     retriever: Retrieves
     ingest: Ingests
     pins: Pins
     embedder: Embedder
     state: SessionState
+    after_message: MessageHook | None = None

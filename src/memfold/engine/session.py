@@ -188,7 +188,9 @@ class Session:
             self._state.total_messages += 1
             update = self._maybe_fold(reason=self._trigger())
             self._save()
-            return update
+        if self._ports.after_message is not None:  # policy evolution (outside the session's lock)
+            self._ports.after_message.message_added(self.user_id, lambda: (self.summary, self.messages))
+        return update
 
     def summarize(self) -> SessionUpdate:
         """Fold everything but the last ``session_summary_keep_count`` messages now."""
