@@ -212,7 +212,7 @@ def test_policy_sources_and_errors(root: Path, embedder):
     assert mem.policy("alice").retrieve_limit == 4
     (root / "alice").mkdir()
     (root / "alice" / "policy_overrides.json").write_text(json.dumps({"retrieve_limit": 7}))
-    assert mem.policy("alice").retrieve_limit == 4  # a running instance keeps its policy (seed 001 §1.7)
+    assert mem.policy("alice").retrieve_limit == 7  # a changed file is read again (sessions keep theirs)
     mem.close()
     mem = Memory(root=root, embedder=embedder)
     assert mem.policy("alice").retrieve_limit == 7

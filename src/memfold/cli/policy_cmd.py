@@ -15,12 +15,14 @@ policy_app = typer.Typer(help="Show or change a user's memory policy (policy_ove
                          invoke_without_command=True, no_args_is_help=False)
 
 
+def _user(ctx: typer.Context, user: str) -> str:
+    group_user = ctx.parent.params.get("user") if ctx.parent is not None else None
+    return group_user if user == "default" and group_user else user  # "memfold policy -u U set ..." means U
+
+
 def _files(ctx: typer.Context, user: str) -> Any:
     from ..maintenance.policy_files import PolicyFiles
 
-    group_user = ctx.parent.params.get("user") if ctx.parent is not None else None
-    if user == "default" and group_user:  # "memfold policy --user U set ..." means U too
-        user = group_user
     return PolicyFiles.of(runtime(ctx).settings().root, user)
 
 
@@ -53,6 +55,7 @@ def policy(ctx: typer.Context, user: User = "default") -> None:
 @policy_app.command()
 def show(ctx: typer.Context, user: User = "default") -> None:
     """Print the effective memory policy (defaults, config, the user's overrides) as JSON."""
+    user = _user(ctx, user)
     print_json(_files(ctx, user).effective(runtime(ctx).settings().base_policy()).to_dict())
 
 
@@ -61,6 +64,7 @@ def set_(ctx: typer.Context, key: Annotated[str, typer.Argument(help="A policy k
          value: Annotated[str, typer.Argument(help="Its new value (checked against the key's bounds).")],
          user: User = "default", as_json: Json = False) -> None:
     """Set one policy key for a user (snapshot of the old overrides first)."""
+    user = _user(ctx, user)
     _render_change(_files(ctx, user).set({key: value}), as_json, f"set {key} for {user}")
 
 
@@ -69,12 +73,14 @@ def reset(ctx: typer.Context,
           keys: Annotated[Optional[list[str]], typer.Argument(help="Only these keys (default: all).")] = None,
           user: User = "default", as_json: Json = False) -> None:
     """Remove a user's overrides (all, or the named keys): the config's values apply again."""
+    user = _user(ctx, user)
     _render_change(_files(ctx, user).reset(keys or []), as_json, f"reset {' '.join(keys or []) or 'all'} for {user}")
 
 
 @policy_app.command()
 def snapshots(ctx: typer.Context, user: User = "default", as_json: Json = False) -> None:
     """List a user's policy snapshots, oldest first, with the overrides each holds."""
+    user = _user(ctx, user)
     snaps = _files(ctx, user).snapshots()
     if as_json:
         print_json([s.to_dict() for s in snaps])
@@ -90,6 +96,7 @@ def rollback(ctx: typer.Context,
              snapshot: Annotated[Optional[str], typer.Argument(help="Snapshot name (default: the newest).")] = None,
              user: User = "default", as_json: Json = False) -> None:
     """Restore the overrides of a snapshot (the current ones are snapshotted first)."""
+    user = _user(ctx, user)
     change = _files(ctx, user).rollback(snapshot)
     _render_change(change, as_json, f"rolled back {user} to snapshot {change.restored}")
 
