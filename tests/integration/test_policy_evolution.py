@@ -152,3 +152,26 @@ def test_chinese_prompt_for_a_chinese_memory(root: Path, llm_server):
         prompt = llm_server.chat_requests()[0]["body"]["messages"][-1]["content"]
         assert "当前策略" in prompt and "检索时拼接最近几天的每日笔记" in prompt and "樱花酒店" in prompt
         assert _overrides(root) == {"recent_days": 6}
+
+
+def test_the_llm_is_asked_outside_the_user_lock(root: Path, llm_server):
+    import threading
+    import time
+
+    from memfold.maintenance.policy_files import PolicyFiles
+
+    llm_server.script(Reply(content=json.dumps({"overrides": {"retrieve_limit": 13}}), delay=1.5))
+    settings = load_settings(root, llm={"provider": "openai", "base_url": llm_server.base_url, "model": "scripted",
+                                        "max_retries": 0, "timeout": 30.0}, memory={"evolution_enabled": True})
+    with Memory(settings=settings, embedder=HashEmbedder()) as mem:
+        s = mem.session("s", "alice", policy=QUIET)
+        _talk(s, EVOLVE_EVERY - 1)
+        worker = threading.Thread(target=_talk, args=(s, 1, EVOLVE_EVERY - 1))
+        worker.start()
+        while not llm_server.chat_requests():  # the reflection is waiting for its answer now
+            time.sleep(0.01)
+        lock = PolicyFiles.of(root, "alice").lock
+        assert lock.acquire_nowait()  # writers of this user are not held up by the LLM
+        lock.__exit__(None, None, None)
+        worker.join()
+        assert _overrides(root) == {"retrieve_limit": 13}

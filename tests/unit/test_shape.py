@@ -11,6 +11,7 @@ import memfold.cli.eval_cmd
 import memfold.cli.llm_cmd
 import memfold.cli.main
 import memfold.cli.migrate_cmd
+import memfold.cli.policy_cmd
 import memfold.cli.session_cmd
 
 SRC = Path(memfold.cli.main.__file__).resolve().parents[1]
@@ -42,7 +43,8 @@ def test_the_command_line_builds_no_index_or_provider_objects():
 
 def test_no_global_state_and_one_register_signature():
     assert not hasattr(memfold.cli.main, "State")
-    for module in (memfold.cli.llm_cmd, memfold.cli.migrate_cmd, memfold.cli.session_cmd, memfold.cli.eval_cmd):
+    for module in (memfold.cli.llm_cmd, memfold.cli.migrate_cmd, memfold.cli.session_cmd, memfold.cli.eval_cmd,
+                   memfold.cli.policy_cmd):
         assert list(inspect.signature(module.register).parameters) == ["app"], module.__name__
 
 
