@@ -315,9 +315,12 @@ def test_key_query_last_line_weight(root: Path):
     with memory(root, **vector_only, query_last_line_weight=0.0) as m:
         m.add("bananas are yellow", "u", infer=False)
         m.add("cherries are red", "u", infer=False)
-        one = m.search("tell me about bananas\ntell me about cherries", "u", record_access=False)
-        two = m.search("tell me about cherries\ntell me about bananas", "u", record_access=False)
-        assert sorted(h.vector_score for h in one) == pytest.approx(sorted(h.vector_score for h in two))
+        m.add("about dates: they are brown", "u", infer=False)  # a third: scores are scaled over the candidates
+        one = {h.record.content: h.vector_score
+               for h in m.search("tell me about bananas\ntell me about cherries", "u", record_access=False)}
+        two = {h.record.content: h.vector_score
+               for h in m.search("tell me about cherries\ntell me about bananas", "u", record_access=False)}
+        assert len(one) == 3 and one == pytest.approx(two)  # off: the order of the lines does not matter
     with memory(root, **vector_only, query_last_line_weight=4.0) as m:
         assert order(m, "tell me about bananas\ntell me about cherries")[0] == "cherries are red"
         assert order(m, "tell me about cherries\ntell me about bananas")[0] == "bananas are yellow"
