@@ -159,6 +159,7 @@ def test_the_llm_is_asked_outside_the_user_lock(root: Path, llm_server):
     import time
 
     from memfold.maintenance.policy_files import PolicyFiles
+    from memfold.workspace.files import FileLock
 
     llm_server.script(Reply(content=json.dumps({"overrides": {"retrieve_limit": 13}}), delay=1.5))
     settings = load_settings(root, llm={"provider": "openai", "base_url": llm_server.base_url, "model": "scripted",
@@ -170,8 +171,9 @@ def test_the_llm_is_asked_outside_the_user_lock(root: Path, llm_server):
         worker.start()
         while not llm_server.chat_requests():  # the reflection is waiting for its answer now
             time.sleep(0.01)
-        lock = PolicyFiles.of(root, "alice").lock
-        assert lock.acquire_nowait()  # writers of this user are not held up by the LLM
-        lock.__exit__(None, None, None)
+        for lock in (FileLock(root / "alice" / ".lock"), PolicyFiles.of(root, "alice").lock):
+            assert lock.acquire_nowait(), lock.path  # writers of this user are not held up by the LLM
+            lock.__exit__(None, None, None)
+        mem.add("a memory written while the LLM thinks", "alice", infer=False)
         worker.join()
         assert _overrides(root) == {"retrieve_limit": 13}

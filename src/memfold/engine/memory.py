@@ -84,8 +84,7 @@ class Memory:
     def policy_files(self, user_id: str = "default") -> PolicyFiles:
         """The namespace's ``policy_overrides.json`` and ``policy_snapshots/``: ``set``, ``reset``,
         ``snapshots``, ``rollback`` (each change snapshotted first)."""
-        space = self.workspace.user(check_user_id(user_id))
-        return PolicyFiles(space.dir, space.lock)
+        return PolicyFiles(self.workspace.user(check_user_id(user_id)).dir)
 
     @property
     def evolution(self) -> PolicyEvolution:
@@ -93,7 +92,8 @@ class Memory:
         with self._lock:
             if "_evolution" not in self.__dict__:
                 self._evolution = PolicyEvolution(policy=self.policy, files=self.policy_files, state=self.index,
-                                                  chat=lambda: self.chat_model, language=self.language)
+                                                  chat=lambda: self.chat_model, language=self.language,
+                                                  user_lock=lambda u: self.workspace.user(u).lock)
             return self._evolution
 
     def _store(self, user_id: str) -> UserStore:

@@ -4,7 +4,7 @@ reads the recent conversation and the current policy and proposes overrides as J
 Only when ``evolution_enabled`` is true and an LLM is configured (never without one). Proposed
 keys that are unknown, not tunable by the LLM (``EVOLVABLE``) or outside their bounds are
 dropped with a log line; the rest are written through ``PolicyFiles`` (snapshot first, then an
-atomic write). The LLM is asked outside the user lock. A failed call, a timeout or an answer
+atomic write). The LLM is asked outside any lock (the user's, the policy files'). A failed call, a timeout or an answer
 that is not the expected JSON changes nothing; the next try is after the next
 ``EVOLVE_EVERY`` messages. Sessions already open keep their policy; new ones load the new one.
 
@@ -80,9 +80,10 @@ class PolicyEvolution:
     """Counts a user's session messages and reflects every ``EVOLVE_EVERY`` of them."""
 
     def __init__(self, *, policy: Callable[[str], Policy], files: Callable[[str], PolicyFiles],
-                 state: Index, chat: Callable[[], ChatModel | None], language: Callable[[str], str]):
+                 state: Index, chat: Callable[[], ChatModel | None], language: Callable[[str], str],
+                 user_lock: Callable[[str], Any]):
         self._policy, self._files, self._state = policy, files, state
-        self._chat, self._language = chat, language
+        self._chat, self._language, self._user_lock = chat, language, user_lock
 
     def message_added(self, user_id: str, conversation: Callable[[], tuple[str, Sequence[dict[str, Any]]]]
                       ) -> EvolutionResult | None:
@@ -124,8 +125,7 @@ class PolicyEvolution:
             result = EvolutionResult("failed", reason=f"LLM answer unusable: {redact(str(exc))}")
         else:
             result = self._apply(user_id, current, proposed, why)
-        files = self._files(user_id)
-        record_usage(self._state, user_id, "evolve", calls, files.lock)
+        record_usage(self._state, user_id, "evolve", calls, self._user_lock(user_id))  # the usage doc's lock
         if result.status == "failed":
             log.warning("policy evolution for %s changed nothing: %s", user_id, result.reason)
         return self._record(user_id, result)

@@ -3,7 +3,7 @@
 
 Every change of the overrides (``set``, ``reset``, ``rollback``, an evolution step) first saves
 the overrides as they are into a new snapshot, then writes the new ones atomically (temp file,
-fsync, rename), all under the user's lock. A snapshot is the overrides file's content itself,
+fsync, rename), all under the folder's policy lock. A snapshot is the overrides file's content itself,
 so copying one back by hand is a rollback too. Values are checked against the policy's bounds
 before anything is written; an error names the key. The newest ``SNAPSHOTS_KEPT`` snapshots
 are kept."""
@@ -81,13 +81,15 @@ def _sort_key(path: Path) -> tuple[str, int]:
 
 
 class PolicyFiles:
-    """The policy files of one user folder (``folder`` is ``<root>/<user>``; ``lock`` its user lock)."""
+    """The policy files of one user folder (``folder`` is ``<root>/<user>``). Changes hold the
+    folder's ``.policy.lock`` (across threads and processes), not the user lock of memory
+    writes: a long ingest does not hold up ``policy set``, nor a policy change a write."""
 
-    def __init__(self, folder: Path, lock: FileLock | None = None):
+    def __init__(self, folder: Path):
         self.folder = folder
         self.path = folder / OVERRIDES
         self.snapshot_dir = folder / SNAPSHOTS
-        self.lock = lock or FileLock(folder / ".lock")
+        self.lock = FileLock(folder / ".policy.lock")
 
     @classmethod
     def of(cls, root: Path, user_id: str) -> "PolicyFiles":
@@ -167,7 +169,7 @@ class PolicyFiles:
         return replace(self._change(lambda cur: dict(snap.overrides)), restored=snap.name)
 
     def apply(self, update: Any) -> PolicyChange:
-        """Change the overrides with ``update(current) -> new`` under the user lock (snapshot first)."""
+        """Change the overrides with ``update(current) -> new`` under the policy lock (snapshot first)."""
         return self._change(update)
 
     def _change(self, update: Any, unreadable_ok: bool = False) -> PolicyChange:
@@ -201,7 +203,7 @@ class PolicyFiles:
 
     def _snapshot_text(self, text: str, overrides: dict[str, Any] | None = None) -> Snapshot:
         """Save ``text`` as a new snapshot named by the time; a name taken within the same
-        second gets ``_1``, ``_2``, … (the caller holds the user lock)."""
+        second gets ``_1``, ``_2``, … (the caller holds the policy lock)."""
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
         taken = [_sort_key(p) for p in self.snapshot_dir.glob(f"{stamp}*.json")]
