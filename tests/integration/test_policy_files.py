@@ -195,3 +195,13 @@ def test_policy_commands(root: Path):
     assert r.returncode == 0 and "recent_days: 2 -> (config)" in r.stdout and _overrides(root, "alice") is None
     r = run_cli(root, "policy", "snapshots", "--user", "alice")
     assert len(r.stdout.strip().splitlines()) == 6
+
+
+def test_a_running_memory_applies_a_changed_backup_keep(hmem: Memory, root: Path):
+    r = hmem.add("the boat is moored at pier 4", "alice", infer=False).added[0]
+    for pier in (5, 6, 7):
+        hmem.update(r.id, "alice", content=f"the boat is moored at pier {pier}")
+    assert len(list((root / "alice" / "backups").glob("*_MEMORY.md"))) == 3
+    hmem.policy_files("alice").set({"backup_keep": 1})
+    hmem.update(r.id, "alice", content="the boat is moored at pier 8")
+    assert len(list((root / "alice" / "backups").glob("*_MEMORY.md"))) == 1

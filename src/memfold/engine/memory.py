@@ -99,7 +99,9 @@ class Memory:
     def _store(self, user_id: str) -> UserStore:
         with self._lock:
             st = self._stores.get(user_id)
-            if st is not None:
+            if st is not None:  # the backup keys of a changed policy file apply at once
+                pol = self.policy(user_id)
+                st.backup_keep, st.space.backup_max_age_days = pol.backup_keep, pol.backup_max_age_days
                 return st
             space = self.workspace.user(check_user_id(user_id))
             space.language = user_language(space.dir, self.settings.language)  # the user's own template's
