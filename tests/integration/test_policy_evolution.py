@@ -177,3 +177,17 @@ def test_the_llm_is_asked_outside_the_user_lock(root: Path, llm_server):
         mem.add("a memory written while the LLM thinks", "alice", infer=False)
         worker.join()
         assert _overrides(root) == {"retrieve_limit": 13}
+
+
+def test_an_overrides_file_broken_by_hand_fails_the_reflection_not_the_conversation(root: Path, llm_server):
+    llm_server.script(json.dumps({"overrides": {"retrieve_limit": 15}}))
+    with _memory(root, llm_server) as mem:
+        s = mem.session("s", "alice", policy=QUIET)
+        s.add_message("user", "hello")
+        (root / "alice").mkdir(exist_ok=True)
+        (root / "alice" / "policy_overrides.json").write_text('{"recent_days": ', encoding="utf-8")
+        _talk(s, EVOLVE_EVERY - 1)  # the 20th message: the reflection fails, add_message does not
+        assert (root / "alice" / "policy_overrides.json").read_text() == '{"recent_days": '
+        last = mem.evolution.last("alice")["last"]
+        assert last["status"] == "failed" and "not valid JSON" in last["reason"]
+        assert len(s.messages) == EVOLVE_EVERY

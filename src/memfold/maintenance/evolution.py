@@ -89,23 +89,26 @@ class PolicyEvolution:
                       ) -> EvolutionResult | None:
         """Count one message; every ``EVOLVE_EVERY``-th reflects on ``conversation()`` (summary,
         messages). None when evolution is off, there is no LLM, or it is not time yet."""
-        if not self._policy(user_id).evolution_enabled or self._chat() is None:
+        try:  # evolution never fails the message that was just saved
+            if not self._policy(user_id).evolution_enabled or self._chat() is None:
+                return None
+            with self._files(user_id).lock:
+                doc = self._state.get_state(user_id, STATE_KIND, STATE_KEY) or {}
+                count = int(doc.get("messages", 0)) + 1
+                due = count >= EVOLVE_EVERY
+                doc["messages"] = 0 if due else count
+                self._state.put_state(user_id, STATE_KIND, STATE_KEY, doc)
+            if not due:
+                return None
+            summary, messages = conversation()
+            try:
+                return self.reflect(user_id, summary, messages)
+            except MemfoldError as exc:  # e.g. an overrides file broken by hand
+                log.warning("policy evolution for %s changed nothing: %s", user_id, exc)
+                return self._record(user_id, EvolutionResult("failed", reason=str(exc)))
+        except MemfoldError as exc:  # e.g. a read-only workspace
+            log.warning("policy evolution for %s skipped: %s", user_id, exc)
             return None
-        files = self._files(user_id)
-        with files.lock:
-            doc = self._state.get_state(user_id, STATE_KIND, STATE_KEY) or {}
-            count = int(doc.get("messages", 0)) + 1
-            due = count >= EVOLVE_EVERY
-            doc["messages"] = 0 if due else count
-            self._state.put_state(user_id, STATE_KIND, STATE_KEY, doc)
-        if not due:
-            return None
-        summary, messages = conversation()
-        try:
-            return self.reflect(user_id, summary, messages)
-        except MemfoldError as exc:  # e.g. an overrides file broken by hand: the conversation goes on
-            log.warning("policy evolution for %s changed nothing: %s", user_id, exc)
-            return self._record(user_id, EvolutionResult("failed", reason=str(exc)))
 
     def reflect(self, user_id: str, summary: str, messages: Sequence[dict[str, Any]]) -> EvolutionResult:
         """Ask the LLM once and apply what it validly proposes."""
