@@ -191,3 +191,18 @@ def test_an_overrides_file_broken_by_hand_fails_the_reflection_not_the_conversat
         last = mem.evolution.last("alice")["last"]
         assert last["status"] == "failed" and "not valid JSON" in last["reason"]
         assert len(s.messages) == EVOLVE_EVERY
+
+
+def test_evolution_with_the_postgresql_index(root: Path, llm_server, pg_dsn):
+    """The counter and the outcome live in the index's state store: the same on PostgreSQL."""
+    llm_server.script(json.dumps({"overrides": {"recent_days": 4}}))
+    settings = load_settings(root, index={"backend": "postgres", "dsn": pg_dsn},
+                             llm={"provider": "openai", "base_url": llm_server.base_url, "model": "scripted",
+                                  "max_retries": 0}, memory={"evolution_enabled": True})
+    with Memory(settings=settings, embedder=HashEmbedder()) as mem:
+        s = mem.session("s", "alice", policy=QUIET)
+        _talk(s, EVOLVE_EVERY - 5)
+    with Memory(settings=settings, embedder=HashEmbedder()) as mem:  # the count survives a new process
+        _talk(mem.session("s", "alice", policy=QUIET), 5)
+        assert len(llm_server.chat_requests()) == 1 and _overrides(root) == {"recent_days": 4}
+        assert mem.evolution.last("alice")["last"]["status"] == "applied"
