@@ -18,6 +18,7 @@ const T = {
     no_sessions: "No sessions yet.", summary: "Summary", recent: "Recent messages", no_summary: "No summary yet.",
     no_pins: "No agent has pinned memories yet.", signed_in_as: "signed in", loading: "Loading…",
     bad_key: "This key was refused: ",
+    types: {},
   },
   zh: {
     signout: "退出", signin_title: "登录", signin: "登录", key: "API 密钥", namespace: "命名空间（可选）",
@@ -35,6 +36,7 @@ const T = {
     no_sessions: "还没有会话。", summary: "摘要", recent: "最近的消息", no_summary: "还没有摘要。",
     no_pins: "还没有代理置顶的记忆。", signed_in_as: "已登录", loading: "加载中…",
     bad_key: "密钥被拒绝：",
+    types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记" },
   },
 };
 
@@ -43,6 +45,7 @@ const S = { key: sessionStorage.getItem("mf_key") || "", ns: sessionStorage.getI
             lang: localStorage.getItem("mf_lang") || ((navigator.language || "en").startsWith("zh") ? "zh" : "en"),
             query: "" };
 const t = (k) => (T[S.lang] && T[S.lang][k]) || T.en[k] || k;
+const typeName = (x) => T[S.lang].types[x] || x;
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -60,6 +63,8 @@ function applyLang() {
   document.querySelectorAll("[data-i18n]").forEach((n) => { n.innerHTML = t(n.dataset.i18n); });
   document.querySelectorAll("[data-i18n-placeholder]").forEach((n) => { n.placeholder = t(n.dataset.i18nPlaceholder); });
   $("#lang").textContent = S.lang === "zh" ? "English" : "中文";
+  if (S.scope && S.key) $("#who").textContent = `${t("signed_in_as")}: ${S.ns} · ${S.scope}`;
+  document.querySelectorAll("#type-filter option[value]").forEach((o) => { if (o.value) o.textContent = typeName(o.value); });
 }
 
 class ApiError extends Error {
@@ -116,13 +121,14 @@ function signOut(message) {
 
 function showApp(who) {
   $("#signin").hidden = true; $("#app").hidden = false; $("#signout").hidden = false;
+  S.scope = who.scope;
   $("#who").textContent = `${t("signed_in_as")}: ${S.ns} · ${who.scope}`;
   showTab("memories");
 }
 
 // ---- memories ------------------------------------------------------------------------------
 function groupOf(r) {
-  if (r.file === "MEMORY.md") return t("g_memory") + " · " + r.memory_type;
+  if (r.file === "MEMORY.md") return t("g_memory") + " · " + typeName(r.memory_type);
   if (r.file === "learnings.md") return t("g_learnings");
   if (r.file.startsWith("memory/")) return t("g_notes");
   if (r.file === "") return t("g_turns");
@@ -132,7 +138,7 @@ function groupOf(r) {
 function memItem(r, score) {
   const text = el("div", { class: "text" }, r.content);
   const meta = el("div", { class: "meta" },
-    el("span", { class: "badge " + r.memory_type }, r.memory_type),
+    el("span", { class: "badge " + r.memory_type }, typeName(r.memory_type)),
     el("span", {}, `${t("importance")} ${r.importance.toFixed(2)}`),
     el("span", {}, r.updated_at.slice(0, 10)),
     score !== undefined ? el("span", {}, `score ${score.toFixed(3)}`) : null,
@@ -302,17 +308,24 @@ async function loadPins() {
   }
 }
 
+function readable(v) {
+  if (Array.isArray(v)) return v.map(readable).join(", ");
+  if (v && typeof v === "object") return Object.entries(v).map(([k, x]) => `${k}: ${readable(x)}`).join(", ") || "—";
+  return v === null ? "—" : String(v);
+}
+
 async function loadStats() {
   const box = $("#stats"); box.textContent = "";
   const s = await api("GET", "/v1/stats");
   const table = el("table", { class: "kv" });
   for (const [k, v] of Object.entries(s)) {
-    table.append(el("tr", {}, el("td", {}, k), el("td", {}, typeof v === "object" ? JSON.stringify(v) : String(v))));
+    table.append(el("tr", {}, el("td", {}, k), el("td", {}, readable(v))));
   }
   box.append(table);
 }
 
 function showTab(name) {
+  status("");
   document.querySelectorAll(".tab").forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
   document.querySelectorAll(".panel").forEach((p) => { p.hidden = p.id !== "tab-" + name; });
   const load = { memories: loadMemories, sessions: loadSessions, pins: loadPins, stats: loadStats }[name];
