@@ -224,3 +224,28 @@ def test_revocation_from_another_process_is_seen_at_once(srv, root: Path):
     assert "revoked" in run_cli(root, "keys", "list").stdout
     bad = run_cli(root, "keys", "revoke", "nosuchkey")
     assert bad.returncode == 1 and "no API key" in bad.stderr
+
+
+def test_tools_over_http_give_the_tools_layer_results(srv):
+    from memfold.tools import TOOLS, call
+
+    c = client(srv, key_for(srv, "alice"))
+    listed = c.get("/v1/tools", params={"language": "zh"}).json()["tools"]
+    assert [t["function"]["name"] for t in listed] == list(TOOLS)
+    r = c.post("/v1/tools/memory_append", params={"agent_id": "coder"}, json={"content": "我的猫叫团子"})
+    assert r.status_code == 200 and r.json()["ok"] and r.json()["stored"][0]["file"] == "MEMORY.md"
+    assert c.get("/v1/pins/coder").json()["recent_memories"] == ["我的猫叫团子"]
+    over_http = c.post("/v1/tools/memory_read", json={}).json()
+    assert over_http == call(srv.mem, "memory_read", {}, user_id="alice") and "团子" in over_http["text"]
+    hits = c.post("/v1/tools/memory_search", json={"query": "猫"}).json()["results"]
+    assert hits[0]["content"] == "我的猫叫团子"
+    r = c.post("/v1/tools/memory_edit", json={"path": "MEMORY.md", "old_text": "not there at all", "new_text": "x"})
+    assert r.status_code == 422 and r.json()["ok"] is False and r.json()["error"]["code"] == "no_match"
+    assert err(c.post("/v1/tools/memory_search", json={"query": "猫", "bogus": 1}), 422, "invalid_input")["field"] \
+        == "bogus"
+    r = c.post("/v1/tools/no_such_tool", json={})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_tool"
+    reader = client(srv, key_for(srv, "alice", scope="read"))
+    assert reader.post("/v1/tools/memory_search", json={"query": "猫"}).status_code == 200
+    err(reader.post("/v1/tools/memory_append", json={"content": "x"}), 403, "forbidden")
+    err(c.post("/v1/tools/memory_read", params={"user_id": "bob"}, json={}), 403, "forbidden")

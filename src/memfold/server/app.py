@@ -22,7 +22,7 @@ from . import errors, plugins
 from .auth import KeyCheck
 from .errors import error_body
 from .keys import KeyStore
-from .routes import memories, sessions, system
+from .routes import memories, sessions, system, tools
 
 log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
@@ -111,7 +111,7 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     app.state.keys = KeyStore(mem.index)
     app.state.no_auth = no_auth
     errors.install(app)
-    for module in (system, memories, sessions):
+    for module in (system, memories, sessions, tools):
         app.include_router(module.router)
     for add in plugins.ROUTES:
         add(app, mem)
