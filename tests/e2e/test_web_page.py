@@ -133,6 +133,18 @@ def test_sign_in_search_edit_delete_in_a_browser(mem: Memory, root: Path, browse
         assert "阳台" not in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
         assert not [r for r in mem.get_all("alice") if r.id == gone.id]
 
+        by_id("forget-button").click()  # forget by words: preview, then confirm
+        wait(browser, lambda d: by_id("forget-query").is_displayed())
+        by_id("forget-query").send_keys("游泳")
+        by_id("confirm-ok").click()
+        wait(browser, lambda d: d.find_elements(By.ID, "forget-list") and by_id("forget-list").is_displayed())
+        assert "我每周三晚上去游泳" in by_id("forget-list").text
+        assert "游泳" in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")  # a preview deletes nothing
+        shots(browser, "forget-preview")
+        by_id("confirm-ok").click()
+        wait(browser, lambda d: "Forgotten: 1" in by_id("status").text)
+        assert "游泳" not in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+
         browser.find_element(By.CSS_SELECTOR, '.tab[data-tab="sessions"]').click()
         wait(browser, lambda d: "trip" in by_id("session-view").text)
         assert "订好了周五的高铁票" in by_id("session-view").text

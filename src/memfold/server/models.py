@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MemoryTypeName = Literal["event", "preference", "fact", "pattern", "todo", "note", "skill"]
+from ..tools.models import MemoryTypeName  # one list of the memory types for the tools and the HTTP API
 
 
 class Strict(BaseModel):
