@@ -177,6 +177,14 @@ def test_every_error_code(srv):
     def boom(*a, **k):
         raise RuntimeError("secret internals /etc/passwd")
 
+    real_embed = srv.mem.embedder.embed
+    srv.mem.embedder.embed = boom  # the embedder fails: the health check says so with 503
+    try:
+        r = httpx.get(srv.url + "/healthz")
+        assert r.status_code == 503 and r.json()["status"] == "unavailable" and "embedder" in r.json()["detail"]
+        assert "/etc/passwd" not in r.text  # anyone may ask /healthz: no error text
+    finally:
+        srv.mem.embedder.embed = real_embed
     srv.mem.stats = boom  # an unexpected failure: a 500 in the same shape, no trace, no internals
     e = err(alice.get("/v1/stats"), 500, "internal_error")
     assert "/etc/passwd" not in e["message"]

@@ -24,6 +24,7 @@ from . import admin, guard, switch, text_edit
 from . import records as rec
 from .edit import Editor
 from .guard import check_fields, screen_text
+from .pin import STATE_KIND as PIN_KIND
 from .pin import PinList, PinStore
 from .ports import SessionPorts
 from .read import Retriever
@@ -311,6 +312,10 @@ class Memory:
     def pins(self, agent_id: str, user_id: str = "default") -> PinList:
         """The pin list of one agent: the last ``max_recent_memories`` memories it saved."""
         return self.pin_store.get(guard.user(user_id), guard.ident(agent_id, "agent_id"))
+
+    def agents(self, user_id: str = "default") -> list[str]:
+        """The agents of the namespace that have a pin list."""
+        return self.index.list_state(guard.user(user_id), PIN_KIND)
 
     def recent_memories(self, agent_id: str, user_id: str = "default") -> list[str]:
         """The agent's pin list: the last ``max_recent_memories`` memories it saved, oldest first."""

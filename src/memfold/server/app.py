@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from ..config import Settings, load_settings
 from ..engine.memory import Memory
+from ..errors import ConfigError
 from . import errors, plugins
 from .auth import KeyCheck
 from .errors import error_body
@@ -87,6 +88,8 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     if memory is None:
         memory = Memory(settings=settings or load_settings(root))
     mem = memory
+    if mem.settings.server.max_body_bytes < 1:
+        raise ConfigError(f"[server] max_body_bytes must be at least 1, got {mem.settings.server.max_body_bytes}")
     stops: list[Callable[[], None]] = []
 
     @asynccontextmanager

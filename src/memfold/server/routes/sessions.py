@@ -8,7 +8,6 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from ...engine.memory import Memory
-from ...engine.pin import STATE_KIND as PIN_KIND
 from ...engine.session import Session
 from .. import models as m
 from ..auth import Caller, caller
@@ -98,7 +97,7 @@ def context(body: m.ContextRequest, user_id: str | None = UserQuery, c: Caller =
 def all_pins(user_id: str | None = UserQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """Every agent's pin list of the namespace."""
     uid = c.user(user_id, "read")
-    agents = mem.index.list_state(uid, PIN_KIND)
+    agents = mem.agents(uid)
     return {"agents": [{"agent_id": a, "recent_memories": mem.recent_memories(a, uid)} for a in agents]}
 
 

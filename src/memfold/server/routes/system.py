@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from ..auth import Caller, caller
 from .memories import UserQuery, memory
 
 router = APIRouter(tags=["system"])
+log = logging.getLogger("memfold.server")
 
 
 @router.get("/healthz", response_model=m.Health)
@@ -22,13 +24,16 @@ def healthz(request: Request) -> Any:
     """200 when the index answers and the embedder is loaded, else 503."""
     mem: Memory = request.app.state.memory
     body = {"status": "ok", "index": mem.settings.index.backend, "embedder": mem.embedder.name, "detail": ""}
+    part = "index"
     try:
         mem.index.get_state("_memfold", "health", "probe")
+        part = "embedder"
         vec = mem.embedder.embed(["ok"])
         if not np.all(np.isfinite(vec)):
             raise MemfoldError("the embedder returned a vector that is not finite")
-    except Exception as exc:  # any failure: unavailable, with the reason (no trace)
-        body.update(status="unavailable", detail=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # any failure: unavailable, naming the part (no message: anyone may ask)
+        log.warning("health check: the %s failed: %s", part, exc)
+        body.update(status="unavailable", detail=f"the {part} failed ({type(exc).__name__}); the server log has details")
         return JSONResponse(body, status_code=503)
     return body
 
