@@ -145,6 +145,12 @@ def test_edit_can_add_and_remove_whole_lines_and_daily_notes(hm: Memory, root: P
     edited = _ok(tools.call("memory_edit", {"path": note["file"], "old_text": "bought apples",
                                             "new_text": "bought pears"}))
     assert edited["updated"] == [note["id"]] and hm.get(note["id"], "alice").content == "bought pears"
+    hm.init("alice")
+    anchor = "<!-- Approaches that worked -->"
+    skill = _ok(tools.call("memory_edit", {"path": "./learnings.md", "old_text": anchor,
+                                           "new_text": anchor + "\n\n- Deploy with make release, then tag"}))
+    assert skill["path"] == "learnings.md" and hm.get(skill["added"][0], "alice").memory_type.value == "skill"
+    assert "make release" in _ok(tools.call("memory_read", {"path": "learnings.md", "section": "Skills"}))["text"]
 
 
 # ---- error results ---------------------------------------------------------------------------
