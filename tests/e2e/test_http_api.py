@@ -257,3 +257,6 @@ def test_tools_over_http_give_the_tools_layer_results(srv):
     assert reader.post("/v1/tools/memory_search", json={"query": "猫"}).status_code == 200
     err(reader.post("/v1/tools/memory_append", json={"content": "x"}), 403, "forbidden")
     err(c.post("/v1/tools/memory_read", params={"user_id": "bob"}, json={}), 403, "forbidden")
+    srv.mem.set_memory_enabled(False, "alice")  # memory off: the tools answer 409 memory_off
+    r = c.post("/v1/tools/memory_search", json={"query": "猫"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "memory_off"

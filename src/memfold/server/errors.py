@@ -19,11 +19,13 @@ from ..errors import (
     IndexError_,
     InvalidInputError,
     MemfoldError,
+    MemoryOffError,
     NotFoundError,
     ProviderError,
     ProviderTimeout,
     ReadOnlyWorkspaceError,
     SecretRefusedError,
+    TooLongError,
 )
 
 log = logging.getLogger("memfold.server")
@@ -31,6 +33,8 @@ log = logging.getLogger("memfold.server")
 # most specific first
 _STATUS: list[tuple[type[MemfoldError], int, str]] = [
     (NotFoundError, 404, "not_found"),
+    (MemoryOffError, 409, "memory_off"),
+    (TooLongError, 422, "too_long"),
     (SecretRefusedError, 422, "secret_refused"),
     (InvalidInputError, 422, "invalid_input"),
     (ConfigError, 422, "invalid_setting"),
