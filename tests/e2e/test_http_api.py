@@ -260,3 +260,27 @@ def test_tools_over_http_give_the_tools_layer_results(srv):
     srv.mem.set_memory_enabled(False, "alice")  # memory off: the tools answer 409 memory_off
     r = c.post("/v1/tools/memory_search", json={"query": "猫"})
     assert r.status_code == 409 and r.json()["error"]["code"] == "memory_off"
+
+
+def test_plugins_add_routes_and_background_tasks(mem: Memory, monkeypatch: pytest.MonkeyPatch):
+    from memfold.server import plugins
+
+    monkeypatch.setattr(plugins, "ROUTES", [])
+    monkeypatch.setattr(plugins, "STARTUP", [])
+    events: list[str] = []
+
+    @plugins.add_routes
+    def metrics(app, memory):
+        @app.get("/metrics")
+        def _metrics() -> dict:
+            return {"users": len(memory.users())}
+
+    @plugins.on_startup
+    def maintenance(app, memory):
+        events.append("started")
+        return lambda: events.append("stopped")
+
+    with LiveServer(create_app(mem)) as s:
+        assert httpx.get(s.url + "/metrics").json() == {"users": 0}
+        assert events == ["started"]
+    assert events == ["started", "stopped"]

@@ -102,6 +102,11 @@ def test_sign_in_search_edit_delete_in_a_browser(mem: Memory, root: Path, browse
         assert any("MEMORY.md" in g for g in groups) and any("Daily notes" in g for g in groups)
         shots(browser, "memories")
 
+        by_id("new-text").send_keys("我的自行车是蓝色的")  # add from the page
+        by_id("add-button").click()
+        wait(browser, lambda d: "我的自行车是蓝色的" in by_id("memories").text)
+        assert "我的自行车是蓝色的" in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+
         by_id("query").send_keys("乌龙茶")
         by_id("search-button").click()
         wait(browser, lambda d: "Results for" in d.find_element(By.CSS_SELECTOR, ".group h3").text)
