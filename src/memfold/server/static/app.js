@@ -127,6 +127,8 @@ function showApp(who) {
 }
 
 // ---- memories ------------------------------------------------------------------------------
+const TYPE_ORDER = ["preference", "fact", "event", "todo", "pattern", "skill", "note"];
+
 function groupOf(r) {
   if (r.file === "MEMORY.md") return t("g_memory") + " · " + typeName(r.memory_type);
   if (r.file === "learnings.md") return t("g_learnings");
@@ -171,7 +173,12 @@ async function loadMemories() {
     if (!rows.length) { box.append(el("p", { class: "muted" }, S.query ? t("no_results") : t("empty"))); return; }
     const groups = new Map();
     if (heading) groups.set(heading, rows);
-    else for (const row of rows) { const g = groupOf(row[0]); if (!groups.has(g)) groups.set(g, []); groups.get(g).push(row); }
+    else {
+      const order = (r) => r.file === "MEMORY.md" ? TYPE_ORDER.indexOf(r.memory_type)
+        : r.file === "learnings.md" ? 20 : r.file.startsWith("memory/") ? 30 : 40;
+      const sorted = rows.slice().sort((a, b) => order(a[0]) - order(b[0]));  // stable: newest first within a group
+      for (const row of sorted) { const g = groupOf(row[0]); if (!groups.has(g)) groups.set(g, []); groups.get(g).push(row); }
+    }
     for (const [name, items] of groups) {
       const g = el("div", { class: "group" }, el("h3", {}, name, el("span", { class: "count" }, `(${items.length})`)));
       for (const [r, score] of items) g.append(memItem(r, score));
