@@ -119,6 +119,10 @@ def test_every_tool_works_through_call(hm: Memory, root: Path, language: str):
     assert wrote["stored"][0]["memory_type"] == "todo"  # typed by the section it was written under
     text = (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
     assert text.count(w["like2"]) == 1 and w["todo"] in text and w["fact"] in text  # appended, nothing overwritten
+    longer = _ok(tools.call("write_file", {"path": "memory/MEMORY.md", "content": f"- {w['like2']}!!\n- {w['todo']}"}))
+    assert [s["content"] for s in longer["stored"]] == [f"{w['like2']}!!"]  # a line that only contains another is new
+    again = _ok(tools.call("write_file", {"path": "./MEMORY.md", "content": (root / "alice" / "MEMORY.md").read_text()}))
+    assert again["stored"] == [] and again["notes"] == ["nothing new: every line is already in MEMORY.md"]
 
     dry = _ok(tools.call("memory_forget", {"query_or_id": fact["id"], "dry_run": True}))
     assert dry["dry_run"] and [f["id"] for f in dry["forgotten"]] == [fact["id"]]
