@@ -308,3 +308,14 @@ def test_memory_off_in_the_config_and_on_for_one_user(root: Path):
         m.set_memory_enabled(True, "carol")
         assert m.memory_enabled("carol") and not m.memory_enabled("alice")
         _ok(call(m, "memory_append", {"content": "I like rooibos"}, user_id="carol"))
+
+
+def test_memory_read_stays_within_memory_char_limit(root: Path):
+    with Memory(root=root, embedder=HashEmbedder(), policy={"memory_char_limit": 300}) as m:
+        for i in range(20):
+            m.add(f"Fact number {i}: the garden gate is painted colour {i}", "alice", memory_type="fact")
+        got = _ok(call(m, "memory_read", {}, user_id="alice"))
+        assert got["truncated"] and len(got["text"]) <= 300 and "memory truncated" in got["text"]
+        assert got["text"].startswith("# 🧠 Memory") and got["text"].rstrip().endswith("concise._")  # head and tail
+        small = _ok(call(m, "memory_read", {"section": "Important Events"}, user_id="alice"))
+        assert not small["truncated"] and small["text"].startswith("## Important Events")
