@@ -119,6 +119,10 @@ def test_every_tool_works_through_call(hm: Memory, root: Path, language: str):
     assert wrote["stored"][0]["memory_type"] == "todo"  # typed by the section it was written under
     text = (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
     assert text.count(w["like2"]) == 1 and w["todo"] in text and w["fact"] in text  # appended, nothing overwritten
+    longer = _ok(tools.call("write_file", {"path": "memory/MEMORY.md", "content": f"- {w['like2']}!!\n- {w['todo']}"}))
+    assert [s["content"] for s in longer["stored"]] == [f"{w['like2']}!!"]  # a line that only contains another is new
+    again = _ok(tools.call("write_file", {"path": "./MEMORY.md", "content": (root / "alice" / "MEMORY.md").read_text()}))
+    assert again["stored"] == [] and again["notes"] == ["nothing new: every line is already in MEMORY.md"]
 
     dry = _ok(tools.call("memory_forget", {"query_or_id": fact["id"], "dry_run": True}))
     assert dry["dry_run"] and [f["id"] for f in dry["forgotten"]] == [fact["id"]]
@@ -304,3 +308,14 @@ def test_memory_off_in_the_config_and_on_for_one_user(root: Path):
         m.set_memory_enabled(True, "carol")
         assert m.memory_enabled("carol") and not m.memory_enabled("alice")
         _ok(call(m, "memory_append", {"content": "I like rooibos"}, user_id="carol"))
+
+
+def test_memory_read_stays_within_memory_char_limit(root: Path):
+    with Memory(root=root, embedder=HashEmbedder(), policy={"memory_char_limit": 300}) as m:
+        for i in range(20):
+            m.add(f"Fact number {i}: the garden gate is painted colour {i}", "alice", memory_type="fact")
+        got = _ok(call(m, "memory_read", {}, user_id="alice"))
+        assert got["truncated"] and len(got["text"]) <= 300 and "memory truncated" in got["text"]
+        assert got["text"].startswith("# 🧠 Memory") and got["text"].rstrip().endswith("concise._")  # head and tail
+        small = _ok(call(m, "memory_read", {"section": "Important Events"}, user_id="alice"))
+        assert not small["truncated"] and small["text"].startswith("## Important Events")

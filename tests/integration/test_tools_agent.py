@@ -139,15 +139,23 @@ def test_chat_stores_what_the_user_asks_to_remember_in_the_same_turn(root: Path,
     assert run_cli(root, "init", "--lang", language, "--user", "alice").returncode == 0
     fact, ask = ("I like green tea", "Remember that I like green tea") if language == "en" else \
         ("我喜欢喝绿茶", "记住我喜欢喝绿茶")
+    new = fact.replace("green", "black").replace("绿", "红")
     llm_server.script(Reply(tool_calls=[tool_call("memory_append", {"content": fact})]), Reply("OK!"),
-                      Reply(tool_calls=[tool_call("memory_search", {"query": fact})]), Reply("You like it."))
-    out = _run_chat(root, llm_server, f"{ask}\nwhat do I like?\n/exit\n")
+                      Reply(tool_calls=[tool_call("memory_search", {"query": fact})]), Reply("You like it."),
+                      Reply(tool_calls=[tool_call("memory_edit", {"path": "MEMORY.md", "old_text": fact,
+                                                                  "new_text": new})]), Reply("Updated."),
+                      Reply(tool_calls=[tool_call("memory_forget", {"query_or_id": new})]), Reply("Forgotten."))
+    out = _run_chat(root, llm_server, f"{ask}\nwhat do I like?\nno, the other one\nforget it\n/exit\n")
     assert out.returncode == 0, out.stderr
     assert "assistant> OK!" in out.stdout and "assistant> You like it." in out.stdout
-    assert "[memory_append] ok" in out.stderr and "[memory_search] ok" in out.stderr
-    assert fact in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+    for name in ("memory_append", "memory_search", "memory_edit", "memory_forget"):
+        assert f"[{name}] ok" in out.stderr, out.stderr
+    assert "assistant> Forgotten." in out.stdout
+    text = (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+    assert fact not in text and new not in text  # edited, then forgotten
     reqs = llm_server.chat_requests()
-    assert [len(r["body"].get("tools", [])) for r in reqs] == [len(TOOLS)] * 4
+    assert [len(r["body"].get("tools", [])) for r in reqs] == [len(TOOLS)] * 8
+    assert _tool_messages(reqs[5])[-1]["updated"]  # the edit changed the stored memory
     system = reqs[0]["body"]["messages"][0]["content"]
     assert set(TOOL_NAME.findall(system)) == set(TOOLS) and ("记忆工具" in system) == (language == "zh")
     assert _tool_messages(reqs[1])[0]["stored"][0]["content"] == fact  # stored before the answer of turn 1

@@ -104,6 +104,7 @@ def edit_text(store: UserStore, path: str, old_text: str, new_text: str, author:
                                         "before it, or replace the whole line; nothing was changed")
         return body[:start] + new + body[end:]
 
+    store.sync()  # a hand edit made before this call is indexed first, not counted as this edit's
     before = store.index.content_hashes(store.user_id, rel)
     store.edit_text(rel, change, by=author)
     after = store.index.content_hashes(store.user_id, rel)
