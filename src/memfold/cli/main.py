@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
-from . import eval_cmd, llm_cmd, migrate_cmd, policy_cmd, render, session_cmd
+from . import eval_cmd, llm_cmd, memory_cmd, migrate_cmd, policy_cmd, render, serve_cmd, session_cmd
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
 from .help_compat import hide_flag_types
 
@@ -304,6 +304,8 @@ def demo(ctx: typer.Context) -> None:
 
 
 eval_cmd.register(app)  # eval locomo|madial, bench
+memory_cmd.register(app)  # memory on|off|status
+serve_cmd.register(app)  # serve, keys create|list|revoke
 
 
 def _os_reason(exc: OSError, path: Any) -> str:

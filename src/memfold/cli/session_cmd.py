@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -44,6 +44,8 @@ def chat(ctx: typer.Context,
     """Chat with an LLM using memfold memory: every turn uses build_context and is saved in the session."""
     from ..engine.admin import chat_endpoint
     from ..errors import ConfigError, ProviderError
+    from ..tools import MemoryAgent, MemoryTools
+    from ..tools.agent import ToolChat
 
     m = runtime(ctx).memory()
     llm = chat_endpoint(m.settings.llm, base_url=base_url, model=model, api_key_env=api_key_env)
@@ -51,6 +53,9 @@ def chat(ctx: typer.Context,
         raise ConfigError(NO_ENDPOINT.rstrip())
     s = m.session(session, user, agent, preset=preset, memory_enabled=not no_memory, chat_model=llm,
                   on_notice=lambda text: out.print(text, markup=False, highlight=False))
+    tool_agent = MemoryAgent(llm, MemoryTools(m, user, s.agent_id, language=s.language)) \
+        if isinstance(llm, ToolChat) else None
+    use_tools = not no_memory and tool_agent is not None  # function calling when the endpoint has it
     interactive = sys.stdin.isatty()
     failures = 0
     if interactive:
@@ -72,9 +77,9 @@ def chat(ctx: typer.Context,
         if text == "/help":
             out.print(CHAT_HELP)
             continue
-        built = s.context(text, base_prompt=system)
+        s.memory_enabled = not no_memory and m.memory_enabled(user)  # `memfold memory off` meanwhile: honoured now
         try:
-            answer = llm.complete(built.messages, temperature=0.7).text
+            answer, use_tools = _answer(s, llm, tool_agent if use_tools else None, text, system)
         except ProviderError as exc:
             failures += 1
             err.print(f"error: {exc}", markup=False, highlight=False)
@@ -85,6 +90,29 @@ def chat(ctx: typer.Context,
         s.add_message("assistant", answer)
     if failures:
         raise ProviderError(f"{failures} message(s) got no answer from the model; they were saved in the session")
+
+
+def _answer(s: Any, llm: Any, agent: Any, text: str, system: str | None) -> tuple[str, bool]:
+    """The model's answer to ``text``, and whether to go on offering tools. With ``agent`` the
+    memory tools are offered and named in the instructions; an endpoint without function calling
+    is asked again without them (and not offered tools again)."""
+    from ..errors import ToolsRejected
+
+    if agent is not None and agent.tools.names:
+        built = s.context(text, base_prompt=system, tools=agent.tools.summaries())
+        try:
+            turn = agent.run(built.messages)
+        except ToolsRejected:
+            err.print("note: the endpoint does not support tools; memories are saved from the conversation instead",
+                      markup=False, highlight=False)
+        else:
+            for c in turn.calls:
+                status = "ok" if c.result.get("ok") else f"error {c.result['error']['code']}: {c.result['error']['message']}"
+                err.print(f"[{c.name}] {status}", markup=False, highlight=False)
+            return turn.text, True
+        agent = None
+    built = s.context(text, base_prompt=system)
+    return llm.complete(built.messages, temperature=0.7).text, agent is not None
 
 
 def context(ctx: typer.Context, query: str = typer.Argument(..., help="The user message to build the context for."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,11 @@ from ..providers.embedder import Embedder, make_embedder
 from ..text.memory_markdown import clean_content
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
-from . import admin, guard
+from . import admin, guard, switch, text_edit
 from . import records as rec
 from .edit import Editor
 from .guard import check_fields, screen_text
+from .pin import STATE_KIND as PIN_KIND
 from .pin import PinList, PinStore
 from .ports import SessionPorts
 from .read import Retriever
@@ -322,6 +323,7 @@ class Memory:
         agent_id = guard.optional_ident(agent_id, "agent_id")
         user_id = guard.user(user_id)
         pol = session_policy(self.policy(user_id), preset, policy)
+        memory_enabled = guard.flag(memory_enabled, "memory_enabled") and self.memory_enabled(user_id)
         chat = chat_model if chat_model is not None else self.chat_model
         return Session(self._session_ports, session_id, user_id, agent_id, pol, chat=chat,
                        language=check_language(language or self.language(user_id)),
@@ -340,28 +342,61 @@ class Memory:
         """The pin list of one agent: the last ``max_recent_memories`` memories it saved."""
         return self.pin_store.get(guard.user(user_id), guard.ident(agent_id, "agent_id"))
 
+    def agents(self, user_id: str = "default") -> list[str]:
+        """The agents of the namespace that have a pin list."""
+        return self.index.list_state(guard.user(user_id), PIN_KIND)
+
     def recent_memories(self, agent_id: str, user_id: str = "default") -> list[str]:
         """The agent's pin list: the last ``max_recent_memories`` memories it saved, oldest first."""
         return self.pins(agent_id, user_id).recent_memories
 
     def build_context(self, user_message: str, user_id: str = "default", *, session_id: str | None = None,
                       agent_id: str | None = None, base_prompt: str | None = None,
-                      memory_enabled: bool = True, language: str | None = None) -> list[dict[str, str]]:
+                      memory_enabled: bool = True, language: str | None = None,
+                      tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
         """The messages to send to the model (SPEC §6); with ``session_id`` the session's summary
-        and recent messages are included, else only memory, pins and the message."""
+        and recent messages are included, else only memory, pins and the message. ``tools`` (name ->
+        what it does; ``MemoryTools.summaries()``): the tools offered, named in the instructions."""
         user_message = guard.text(user_message, "user_message")
         base_prompt = guard.optional_text(base_prompt, "base_prompt")
         session_id = guard.optional_ident(session_id, "session_id")
         agent_id = guard.optional_ident(agent_id, "agent_id")
-        memory_enabled = guard.flag(memory_enabled, "memory_enabled")
+        memory_enabled = guard.flag(memory_enabled, "memory_enabled") and self.memory_enabled(user_id)
         if session_id is not None:
             return self.session(session_id, user_id, agent_id, memory_enabled=memory_enabled,
-                                language=language).build_context(user_message, base_prompt=base_prompt)
+                                language=language).build_context(user_message, base_prompt=base_prompt, tools=tools)
         user_id = check_user_id(user_id)
         pins = self.recent_memories(agent_id or DEFAULT_AGENT, user_id) if memory_enabled else []
         return stateless_context(self._session_ports, pins, self.policy(user_id), user_message, user_id,
                                  language=language or self.language(user_id), base_prompt=base_prompt,
-                                 memory_enabled=memory_enabled)
+                                 memory_enabled=memory_enabled, tools=tools)
+
+    # ---- agents: memory on/off, file edits and views (the tools/ package calls these) ----------------
+    def memory_enabled(self, user_id: str = "default") -> bool:
+        """Whether memory is on for the namespace (``[memory] enabled``, ``memfold memory on|off``), read fresh."""
+        return switch.is_enabled(self.workspace.user(check_user_id(user_id)), self._base_policy, self._policy_args)
+
+    def set_memory_enabled(self, enabled: bool, user_id: str = "default") -> Path:
+        """Switch memory on or off for a namespace (the ``enabled`` key of its policy_overrides.json)."""
+        path = switch.set_enabled(self.workspace.user(check_user_id(user_id)), guard.flag(enabled, "enabled"))
+        with self._lock:
+            self._policies.pop(user_id, None)
+        return path
+
+    def edit_text(self, path: str, old_text: str, new_text: str, user_id: str = "default", *,
+                  author: str = "memory_edit") -> text_edit.TextEditResult:
+        """Replace the one occurrence of ``old_text`` in the user's MEMORY.md, learnings.md or a daily note,
+        as a hand edit (backup, re-index, history ``edit`` by ``author``); PathRefusedError, TextMatchError."""
+        return text_edit.edit_text(self._store(guard.user(user_id)), path, guard.text(old_text, "old_text"),
+                                   guard.text(new_text, "new_text"), guard.ident(author, "author"))
+
+    def read_file(self, path: str | None = None, user_id: str = "default", *,
+                  section: str | None = None) -> text_edit.FileView:
+        """A memory file (MEMORY.md by default) or one section of it as an agent sees it: no id comments,
+        at most ``memory_char_limit`` characters."""
+        user_id = guard.user(user_id)
+        section = guard.optional_text(section, "section")
+        return text_edit.read_view(self._store(user_id), path, section, self.policy(user_id).memory_char_limit)
 
     # ---- maintenance ---------------------------------------------------------------------
     def reindex(self, user_id: str | None = None) -> dict[str, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -209,18 +209,20 @@ class Session:
 
     # ---- context -----------------------------------------------------------------------
     def build_context(self, user_message: str, *, base_prompt: str | None = None,
-                      after: Sequence[dict[str, str]] = ()) -> list[dict[str, str]]:
-        """OpenAI-format messages: system (memory, pins, summary, instructions), recent history, the message."""
-        return self.context(user_message, base_prompt=base_prompt, after=after).messages
+                      after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+        """OpenAI-format messages: system (memory, pins, summary, instructions naming the offered
+        ``tools``: name -> what it does), recent history, the message."""
+        return self.context(user_message, base_prompt=base_prompt, after=after, tools=tools).messages
 
     def context(self, user_message: str, *, base_prompt: str | None = None,
-                after: Sequence[dict[str, str]] = ()) -> BuiltContext:
+                after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> BuiltContext:
         """Like ``build_context`` with the token and capacity figures."""
         with self._lock:
             self._reload()
             pins = self.recent_memories if self.memory_enabled else []
             return self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
-                                       memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after)
+                                       memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after,
+                                       tools=tools)
 
     def task(self, question: str) -> "TaskScratchpad":
         """A scratchpad for one task's ReAct steps; only question and final answer enter the session."""
@@ -329,8 +331,8 @@ def check_language(language: str) -> str:
 
 def stateless_context(ports: SessionPorts, pins: Sequence[str], policy: Policy, user_message: str, user_id: str, *,
                       language: str, base_prompt: str | None = None,
-                      memory_enabled: bool = True) -> list[dict[str, str]]:
+                      memory_enabled: bool = True, tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """``build_context`` without a session: memory, the agent's pins and the message."""
     builder = ContextBuilder(ports.retriever, ports.embedder, user_id, policy, check_language(language))
     return builder.build(user_message, pins=pins if memory_enabled else [], memory_enabled=memory_enabled,
-                         base_prompt=base_prompt).messages
+                         base_prompt=base_prompt, tools=tools).messages

@@ -121,8 +121,8 @@ class PostgresIndex:
             return
         with self._cur(write=True) as cur:
             ids = list(dict.fromkeys(it.record.id for it in items))
-            cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) FOR UPDATE",
-                        (ids,))
+            cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) "
+                        "ORDER BY id FOR UPDATE", (ids,))  # rows locked in id order, as record_access does
             known = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
             for it in items:
                 r = it.record
@@ -173,9 +173,9 @@ class PostgresIndex:
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
         if not ids:
             return
-        with self._cur(write=True) as cur:
+        with self._cur(write=True) as cur:  # rows updated in id order: two searches never wait on each other in a cycle
             cur.executemany("UPDATE user_memories SET access_count = access_count + 1, last_accessed_at = %s "
-                            "WHERE id = %s AND user_id = %s", [(at, mid, user_id) for mid in ids])
+                            "WHERE id = %s AND user_id = %s", [(at, mid, user_id) for mid in sorted(set(ids))])
             cur.execute("INSERT INTO memory_access_log (user_id, at, ids) VALUES (%s, %s, %s)",
                         (user_id, at, list(ids)))
 

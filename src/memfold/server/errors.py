@@ -1,0 +1,139 @@
+"""One JSON error shape for every failure: ``{"error": {"code", "message", "field"}}``.
+
+memfold's error tree maps to status codes here; request validation names the field; an
+unexpected exception is logged and answered with a 500 that carries no stack trace."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import (
+    ConfigError,
+    IndexError_,
+    InvalidInputError,
+    MemfoldError,
+    MemoryOffError,
+    NotFoundError,
+    ProviderError,
+    ProviderTimeout,
+    ReadOnlyWorkspaceError,
+    SecretRefusedError,
+    TooLongError,
+)
+
+log = logging.getLogger("memfold.server")
+
+# most specific first
+_STATUS: list[tuple[type[MemfoldError], int, str]] = [
+    (NotFoundError, 404, "not_found"),
+    (MemoryOffError, 409, "memory_off"),
+    (TooLongError, 422, "too_long"),
+    (SecretRefusedError, 422, "secret_refused"),
+    (InvalidInputError, 422, "invalid_input"),
+    (ConfigError, 422, "invalid_setting"),
+    (ReadOnlyWorkspaceError, 503, "read_only"),
+    (IndexError_, 503, "index_unavailable"),
+    (ProviderTimeout, 504, "provider_timeout"),
+    (ProviderError, 502, "provider_error"),
+]
+_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+               405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_input"}
+_FIELD = re.compile(r"^(?:the )?([a-z_][a-z0-9_]*) (?:must|is|needs|has)\b")
+
+
+class ApiError(Exception):
+    """An error the adapter itself raises (auth, scope, body size)."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "field": field}}
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
+
+
+def memfold_status(exc: MemfoldError) -> tuple[int, str]:
+    for cls, status, code in _STATUS:
+        if isinstance(exc, cls):
+            return status, code
+    return 500, "memfold_error"
+
+
+def _field_of(message: str) -> str | None:
+    m = _FIELD.match(message)
+    return m.group(1) if m else None
+
+
+def _loc_field(loc: Any) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or (str(loc[0]) if loc else "body")
+
+
+def _required_fields(request: Request) -> list[str]:
+    """The required fields of the route's body model (an empty body is reported as missing as a whole)."""
+    body = getattr(request.scope.get("route"), "body_field", None)
+    model = getattr(body, "type_", None) or getattr(getattr(body, "field_info", None), "annotation", None)
+    fields = getattr(model, "model_fields", None)
+    return [n for n, f in fields.items() if f.is_required()] if isinstance(fields, dict) else []
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on an app."""
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return error_response(exc.status, exc.code, exc.message, exc.field, headers)
+
+    @app.exception_handler(MemfoldError)
+    async def _memfold(request: Request, exc: MemfoldError) -> JSONResponse:
+        status, code = memfold_status(exc)
+        if status >= 500:
+            log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return error_response(status, code, str(exc), _field_of(str(exc)) if status == 422 else None)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request", "type": ""}
+        field = _loc_field(first.get("loc", ()))
+        ctype = request.headers.get("content-type", "")
+        if first.get("type") == "json_invalid":
+            message = f"the body is not valid JSON: {first.get('msg', '')}"
+            field = "body"
+        elif field == "body" and "json" not in ctype and request.method in ("POST", "PATCH", "PUT"):
+            message = f"send the body as a JSON object with 'Content-Type: application/json' (got {ctype or 'none'!r})"
+        elif field == "body" and first.get("type") == "missing" and _required_fields(request):
+            names = _required_fields(request)
+            field, message = names[0], f"the body needs the field{'s' if len(names) > 1 else ''} {', '.join(names)}"
+        else:
+            message = f"{field}: {first.get('msg', 'invalid value')}"
+        if len(errors) > 1:
+            message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+        return error_response(422, "invalid_input", message, field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        message = exc.detail if isinstance(exc.detail, str) else code
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no route {request.method} {request.url.path}"
+        return error_response(exc.status_code, code, message, None, getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error in %s %s", request.method, request.url.path)
+        return error_response(500, "internal_error", f"internal error ({type(exc).__name__}); the server log has details")

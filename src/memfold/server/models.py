@@ -1,0 +1,206 @@
+"""Typed request and response bodies of the HTTP API (the OpenAPI schema at ``/docs`` is made
+from them). Responses mirror the engine's value types (``MemoryRecord.to_dict`` and friends)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..tools.models import MemoryTypeName  # one list of the memory types for the tools and the HTTP API
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChatMessage(Strict):
+    role: str = Field(description="user | assistant | system | tool")
+    content: str
+
+
+class AddMemoryRequest(Strict):
+    text: str | None = Field(None, description="One memory (give text or messages)")
+    messages: list[ChatMessage] | None = Field(None, description="Chat messages: episodic turns + extracted memories")
+    memory_type: MemoryTypeName | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    agent_id: str | None = None
+    session_id: str | None = None
+    structured_data: dict[str, Any] | None = None
+    infer: bool = True
+    note: bool = Field(False, description="Append text to today's daily note instead of MEMORY.md")
+
+
+class SearchRequest(Strict):
+    query: str
+    limit: int | None = Field(None, ge=1, le=1000)
+    memory_type: MemoryTypeName | None = None
+    include_episodic: bool = True
+
+
+class UpdateMemoryRequest(Strict):
+    content: str | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    memory_type: MemoryTypeName | None = None
+    structured_data: dict[str, Any] | None = None
+
+
+class ForgetRequest(Strict):
+    query: str = Field(description="A memory id, or words describing what to forget")
+    dry_run: bool = False
+
+
+class ImportRequest(Strict):
+    records: list[dict[str, Any]] = Field(description="Records as written by export")
+
+
+class Memory(BaseModel):
+    id: str
+    user_id: str
+    memory_type: str
+    content: str
+    created_at: str
+    updated_at: str
+    importance: float
+    confidence: float
+    access_count: int
+    last_accessed_at: str | None
+    is_active: bool
+    structured_data: dict[str, Any]
+    source_ids: list[str]
+    agent_id: str | None
+    source_session_id: str | None
+    superseded_by: str | None
+    file: str
+    context: str = ""
+
+
+class Hit(Memory):
+    score: float
+    similarity: float
+
+
+class AddResult(BaseModel):
+    added: list[Memory]
+    merged: list[Memory]
+    skipped: list[str]
+    refused: list[str]
+    warnings: list[str]
+    forgotten: list[Memory]
+    redacted: list[str]
+
+
+class HistoryEntry(BaseModel):
+    memory_id: str
+    user_id: str
+    action: str
+    at: str
+    old_content: str | None
+    new_content: str | None
+    detail: dict[str, Any]
+
+
+class MemoryList(BaseModel):
+    memories: list[Memory]
+    limit: int | None
+    offset: int
+
+
+class ForgetResult(BaseModel):
+    dry_run: bool
+    memories: list[Memory]
+
+
+class ImportResult(BaseModel):
+    imported: int
+
+
+class ExportResult(BaseModel):
+    records: list[dict[str, Any]]
+
+
+class MemoryFile(BaseModel):
+    user_id: str
+    text: str
+
+
+class SessionRequest(Strict):
+    session_id: str
+    agent_id: str | None = None
+
+
+class SessionMessageRequest(Strict):
+    role: str
+    content: str
+
+
+class ContextRequest(Strict):
+    user_message: str
+    base_prompt: str | None = None
+    agent_id: str | None = None
+    memory_enabled: bool = True
+
+
+class SessionInfo(BaseModel):
+    session_id: str
+    user_id: str
+    agent_id: str | None
+    messages: int
+    summary_chars: int
+    folds: int
+    folded_messages: int
+    dropped_messages: int
+    total_messages: int
+    tokens: int
+    context_window: int
+    created_at: str
+    updated_at: str
+
+
+class SessionView(BaseModel):
+    info: SessionInfo
+    summary: str
+    messages: list[ChatMessage]
+
+
+class SessionUpdate(BaseModel):
+    summarized: bool
+    reason: str
+    folded: int
+    dropped: int
+    method: str
+    notice: str | None
+    errors: list[str]
+
+
+class ContextMessages(BaseModel):
+    messages: list[ChatMessage]
+
+
+class SessionList(BaseModel):
+    sessions: list[str]
+
+
+class Pins(BaseModel):
+    agent_id: str
+    recent_memories: list[str]
+
+
+class PinLists(BaseModel):
+    agents: list[Pins]
+
+
+class KeyInfo(BaseModel):
+    key_id: str
+    namespaces: list[str]
+    scope: str
+    name: str
+    created_at: str
+    revoked_at: str | None
+
+
+class Health(BaseModel):
+    status: Literal["ok", "unavailable"]
+    index: str
+    embedder: str
+    detail: str = ""

@@ -1,0 +1,124 @@
+"""``/v1/memories``: add, search, list, get, update, delete, forget, history, export, import, MEMORY.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from ...engine.memory import Memory
+from ...errors import InvalidInputError
+from .. import models as m
+from ..auth import Caller, caller
+from ..errors import ApiError
+
+router = APIRouter(prefix="/v1", tags=["memories"])
+UserQuery = Query(None, description="Namespace (default: the key's first namespace)")
+
+
+def memory(request: Request) -> Memory:
+    mem: Memory = request.app.state.memory
+    return mem
+
+
+@router.post("/memories", response_model=m.AddResult)
+def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
+               mem: Memory = Depends(memory)) -> Any:
+    """Store a text (one memory, or a daily note with ``note``) or a list of chat messages."""
+    uid = c.user(user_id, "write")
+    if (body.text is None) == (body.messages is None):
+        raise ApiError(422, "invalid_input", "give either text or messages", "text")
+    if body.note:
+        if body.text is None:
+            raise ApiError(422, "invalid_input", "a daily note needs text", "text")
+        r = mem.add_note(body.text, uid)
+        return {"added": [r.to_dict()], "merged": [], "skipped": [], "refused": [], "warnings": [], "forgotten": [],
+                "redacted": []}
+    data: Any = body.text if body.text is not None else [x.model_dump() for x in body.messages or []]
+    res = mem.add(data, uid, memory_type=body.memory_type, importance=body.importance, agent_id=body.agent_id,
+                  session_id=body.session_id, structured_data=body.structured_data, infer=body.infer)
+    return res.to_dict()
+
+
+@router.post("/memories/search", response_model=list[m.Hit])
+def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
+           mem: Memory = Depends(memory)) -> Any:
+    """Hybrid search (keywords + vectors), Chinese and English."""
+    uid = c.user(user_id, "read")
+    hits = mem.search(body.query, uid, limit=body.limit, memory_type=body.memory_type,
+                      include_episodic=body.include_episodic)
+    return [h.to_dict() for h in hits]
+
+
+@router.get("/memories", response_model=m.MemoryList)
+def list_memories(user_id: str | None = UserQuery, memory_type: m.MemoryTypeName | None = None,
+                  include_archived: bool = False, include_episodic: bool = True,
+                  limit: int | None = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+                  c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """The namespace's memories, newest first, paged."""
+    uid = c.user(user_id, "read")
+    rows = mem.get_all(uid, memory_type=memory_type, include_archived=include_archived,
+                       include_episodic=include_episodic, limit=limit, offset=offset)
+    return {"memories": [r.to_dict() for r in rows], "limit": limit, "offset": offset}
+
+
+@router.get("/memory-md", response_model=m.MemoryFile)
+def memory_md(user_id: str | None = UserQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """The text of the namespace's MEMORY.md."""
+    uid = c.user(user_id, "read")
+    return {"user_id": uid, "text": mem.show(uid)}
+
+
+@router.get("/memories/{memory_id}", response_model=m.Memory)
+def get_memory(memory_id: str, user_id: str | None = UserQuery, c: Caller = Depends(caller),
+               mem: Memory = Depends(memory)) -> Any:
+    return mem.get(memory_id, c.user(user_id, "read")).to_dict()
+
+
+@router.patch("/memories/{memory_id}", response_model=m.Memory)
+def update_memory(memory_id: str, body: m.UpdateMemoryRequest, user_id: str | None = UserQuery,
+                  c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """Change a memory's words, importance, type or structure (MEMORY.md is backed up first)."""
+    uid = c.user(user_id, "write")
+    return mem.update(memory_id, uid, content=body.content, importance=body.importance,
+                      memory_type=body.memory_type, structured_data=body.structured_data).to_dict()
+
+
+@router.delete("/memories/{memory_id}", response_model=m.Memory)
+def delete_memory(memory_id: str, user_id: str | None = UserQuery, c: Caller = Depends(caller),
+                  mem: Memory = Depends(memory)) -> Any:
+    """Delete a memory and every other copy of its words (history text, backups, snapshot)."""
+    return mem.delete(memory_id, c.user(user_id, "write")).to_dict()
+
+
+@router.post("/memories/forget", response_model=m.ForgetResult)
+def forget(body: m.ForgetRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
+           mem: Memory = Depends(memory)) -> Any:
+    """Delete a memory by id or every memory a query matches; ``dry_run`` only shows them."""
+    uid = c.user(user_id, "read" if body.dry_run else "write")
+    gone = mem.forget(body.query, uid, dry_run=body.dry_run)
+    return {"dry_run": body.dry_run, "memories": [r.to_dict() for r in gone]}
+
+
+@router.get("/memories/{memory_id}/history", response_model=list[m.HistoryEntry])
+def history(memory_id: str, user_id: str | None = UserQuery, c: Caller = Depends(caller),
+            mem: Memory = Depends(memory)) -> Any:
+    """Every change of a memory, oldest first."""
+    return [e.to_dict() for e in mem.history(memory_id, c.user(user_id, "read"))]
+
+
+@router.get("/export", response_model=m.ExportResult)
+def export(user_id: str | None = UserQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """Every record of the namespace (archived too), as ``memfold export`` writes them."""
+    return {"records": list(mem.export(c.user(user_id, "read")))}
+
+
+@router.post("/import", response_model=m.ImportResult)
+def import_(body: m.ImportRequest, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """Import exported records (ids kept); every record's ``user_id`` must be a namespace of the key."""
+    for i, row in enumerate(body.records):
+        uid = row.get("user_id", "default") if isinstance(row, dict) else None
+        if not isinstance(uid, str):
+            raise InvalidInputError(f"records[{i}].user_id must be a string")
+        c.user(uid, "write")
+    return {"imported": mem.import_records(body.records)}

@@ -1,0 +1,358 @@
+// memfold web page: plain JavaScript over the /v1 HTTP API (no build step).
+"use strict";
+
+const T = {
+  en: {
+    signout: "Sign out", signin_title: "Sign in", signin: "Sign in", key: "API key", namespace: "Namespace (optional)",
+    signin_help: "Paste an API key made with <code>memfold keys create --user NAME</code>.",
+    tab_memories: "Memories", tab_sessions: "Sessions", tab_pins: "Pins", tab_stats: "Stats",
+    search_placeholder: "Search memories (中文 or English)", all_types: "All types", search: "Search", show_all: "Show all",
+    add_placeholder: "Remember something new…", add: "Add", forget_words: "Forget by words…",
+    cancel: "Cancel", confirm: "Confirm", edit: "Edit", save: "Save", history: "History", delete: "Delete",
+    results_for: "Results for", no_results: "No memories found.", empty: "No memories yet.",
+    g_memory: "MEMORY.md", g_learnings: "Learnings", g_notes: "Daily notes", g_turns: "Conversation turns",
+    delete_q: "Delete this memory?", delete_help: "It is removed from MEMORY.md, its history text and backups.",
+    deleted: "Deleted.", saved: "Saved: MEMORY.md updated.", added: "Added.", unchanged: "Nothing changed.",
+    forget_q: "Forget memories matching…", forget_preview: "These memories would be forgotten:",
+    forget_none: "Nothing matches.", forgotten: "Forgotten", preview: "Preview", importance: "importance",
+    no_sessions: "No sessions yet.", summary: "Summary", recent: "Recent messages", no_summary: "No summary yet.",
+    no_pins: "No agent has pinned memories yet.", signed_in_as: "signed in", loading: "Loading…",
+    bad_key: "This key was refused: ",
+    types: {},
+  },
+  zh: {
+    signout: "退出", signin_title: "登录", signin: "登录", key: "API 密钥", namespace: "命名空间（可选）",
+    signin_help: "粘贴用 <code>memfold keys create --user NAME</code> 创建的 API 密钥。",
+    tab_memories: "记忆", tab_sessions: "会话", tab_pins: "置顶", tab_stats: "统计",
+    search_placeholder: "搜索记忆（中文或英文）", all_types: "全部类型", search: "搜索", show_all: "显示全部",
+    add_placeholder: "记住新的内容…", add: "添加", forget_words: "按关键词遗忘…",
+    cancel: "取消", confirm: "确认", edit: "编辑", save: "保存", history: "历史", delete: "删除",
+    results_for: "搜索结果：", no_results: "没有找到记忆。", empty: "还没有记忆。",
+    g_memory: "MEMORY.md", g_learnings: "经验教训", g_notes: "每日笔记", g_turns: "对话原文",
+    delete_q: "删除这条记忆？", delete_help: "它会从 MEMORY.md、历史文本和备份中移除。",
+    deleted: "已删除。", saved: "已保存：MEMORY.md 已更新。", added: "已添加。", unchanged: "没有变化。",
+    forget_q: "遗忘匹配以下内容的记忆…", forget_preview: "以下记忆将被遗忘：",
+    forget_none: "没有匹配的记忆。", forgotten: "已遗忘", preview: "预览", importance: "重要性",
+    no_sessions: "还没有会话。", summary: "摘要", recent: "最近的消息", no_summary: "还没有摘要。",
+    no_pins: "还没有代理置顶的记忆。", signed_in_as: "已登录", loading: "加载中…",
+    bad_key: "密钥被拒绝：",
+    types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记" },
+  },
+};
+
+const $ = (sel) => document.querySelector(sel);
+const S = { key: sessionStorage.getItem("mf_key") || "", ns: sessionStorage.getItem("mf_ns") || "",
+            lang: localStorage.getItem("mf_lang") || ((navigator.language || "en").startsWith("zh") ? "zh" : "en"),
+            query: "" };
+const t = (k) => (T[S.lang] && T[S.lang][k]) || T.en[k] || k;
+const typeName = (x) => T[S.lang].types[x] || x;
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  for (const kid of kids) if (kid !== null && kid !== undefined) e.append(kid);
+  return e;
+}
+
+function applyLang() {
+  document.documentElement.lang = S.lang === "zh" ? "zh-CN" : "en";
+  document.querySelectorAll("[data-i18n]").forEach((n) => { n.innerHTML = t(n.dataset.i18n); });
+  document.querySelectorAll("[data-i18n-placeholder]").forEach((n) => { n.placeholder = t(n.dataset.i18nPlaceholder); });
+  $("#lang").textContent = S.lang === "zh" ? "English" : "中文";
+  if (S.scope && S.key) $("#who").textContent = `${t("signed_in_as")}: ${S.ns} · ${S.scope}`;
+  document.querySelectorAll("#type-filter option[value]").forEach((o) => { if (o.value) o.textContent = typeName(o.value); });
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message || `HTTP ${status}`);
+    this.status = status; this.code = e.code; this.field = e.field;
+  }
+}
+
+async function api(method, path, body, key) {
+  const url = new URL(path, location.origin);
+  if (S.ns && !url.searchParams.has("user_id")) url.searchParams.set("user_id", S.ns);
+  const opts = { method, headers: { Authorization: "Bearer " + (key || S.key) } };
+  if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
+  const res = await fetch(url, opts);
+  const data = await res.json().catch(() => null);
+  if (!res.ok) {
+    if (res.status === 401 && !key) { signOut(t("bad_key") + ((data && data.error && data.error.message) || "")); }
+    throw new ApiError(res.status, data);
+  }
+  return data;
+}
+
+function status(text, kind) {
+  const s = $("#status");
+  s.textContent = text; s.className = "status " + (kind || "");
+}
+
+// ---- sign in -----------------------------------------------------------------------------
+async function signIn(ev) {
+  ev.preventDefault();
+  const key = $("#key").value.trim();
+  const err = $("#signin-error");
+  err.hidden = true;
+  try {
+    const who = await api("GET", "/v1/whoami", undefined, key);
+    const ns = $("#ns").value.trim() || (who.namespaces[0] === "*" ? "default" : who.namespaces[0]);
+    S.key = key; S.ns = ns;
+    sessionStorage.setItem("mf_key", key); sessionStorage.setItem("mf_ns", ns);
+    showApp(who);
+  } catch (e) {
+    err.textContent = t("bad_key") + e.message; err.hidden = false;
+  }
+}
+
+function signOut(message) {
+  S.key = ""; S.ns = "";
+  sessionStorage.removeItem("mf_key"); sessionStorage.removeItem("mf_ns");
+  $("#app").hidden = true; $("#signin").hidden = false; $("#signout").hidden = true; $("#who").textContent = "";
+  $("#key").value = "";
+  if (message) { $("#signin-error").textContent = message; $("#signin-error").hidden = false; }
+}
+
+function showApp(who) {
+  $("#signin").hidden = true; $("#app").hidden = false; $("#signout").hidden = false;
+  S.scope = who.scope;
+  $("#who").textContent = `${t("signed_in_as")}: ${S.ns} · ${who.scope}`;
+  showTab("memories");
+}
+
+// ---- memories ------------------------------------------------------------------------------
+const TYPE_ORDER = ["preference", "fact", "event", "todo", "pattern", "skill", "note"];
+
+function groupOf(r) {
+  if (r.file === "MEMORY.md") return t("g_memory") + " · " + typeName(r.memory_type);
+  if (r.file === "learnings.md") return t("g_learnings");
+  if (r.file.startsWith("memory/")) return t("g_notes");
+  if (r.file === "") return t("g_turns");
+  return r.file;
+}
+
+function memItem(r, score) {
+  const text = el("div", { class: "text" }, r.content);
+  const meta = el("div", { class: "meta" },
+    el("span", { class: "badge " + r.memory_type }, typeName(r.memory_type)),
+    el("span", {}, `${t("importance")} ${r.importance.toFixed(2)}`),
+    el("span", {}, r.updated_at.slice(0, 10)),
+    score !== undefined ? el("span", {}, `score ${score.toFixed(3)}`) : null,
+    el("span", { class: "id" }, r.id));
+  const item = el("div", { class: "mem", "data-id": r.id }, text, meta);
+  const actions = el("span", { class: "actions" },
+    el("button", { class: "small edit", type: "button", onclick: () => editMemory(item, r) }, t("edit")),
+    el("button", { class: "small hist", type: "button", onclick: () => toggleHistory(item, r) }, t("history")),
+    el("button", { class: "small danger-outline del", type: "button", onclick: () => deleteMemory(r) }, t("delete")));
+  meta.append(actions);
+  return item;
+}
+
+async function loadMemories() {
+  const box = $("#memories");
+  box.textContent = t("loading");
+  const type = $("#type-filter").value;
+  try {
+    let rows, heading;
+    if (S.query) {
+      const hits = await api("POST", "/v1/memories/search", { query: S.query, memory_type: type || null, limit: 30 });
+      rows = hits.map((h) => [h, h.score]);
+      heading = `${t("results_for")} “${S.query}”`;
+    } else {
+      const q = new URLSearchParams({ include_episodic: "false", limit: "500" });
+      if (type) q.set("memory_type", type);
+      rows = (await api("GET", "/v1/memories?" + q)).memories.map((r) => [r, undefined]);
+    }
+    box.textContent = "";
+    if (!rows.length) { box.append(el("p", { class: "muted" }, S.query ? t("no_results") : t("empty"))); return; }
+    const groups = new Map();
+    if (heading) groups.set(heading, rows);
+    else {
+      const order = (r) => r.file === "MEMORY.md" ? TYPE_ORDER.indexOf(r.memory_type)
+        : r.file === "learnings.md" ? 20 : r.file.startsWith("memory/") ? 30 : 40;
+      const sorted = rows.slice().sort((a, b) => order(a[0]) - order(b[0]));  // stable: newest first within a group
+      for (const row of sorted) { const g = groupOf(row[0]); if (!groups.has(g)) groups.set(g, []); groups.get(g).push(row); }
+    }
+    for (const [name, items] of groups) {
+      const g = el("div", { class: "group" }, el("h3", {}, name, el("span", { class: "count" }, `(${items.length})`)));
+      for (const [r, score] of items) g.append(memItem(r, score));
+      box.append(g);
+    }
+  } catch (e) { box.textContent = ""; status(e.message, "bad"); }
+}
+
+function editMemory(item, r) {
+  const text = item.querySelector(".text");
+  if (item.querySelector("textarea")) return;
+  const area = el("textarea", { class: "edit-text" });
+  area.value = r.content;
+  const save = el("button", { class: "small primary save", type: "button" }, t("save"));
+  const cancel = el("button", { class: "small cancel", type: "button" }, t("cancel"));
+  const form = el("div", { class: "editing" }, area, el("div", { class: "row end" }, cancel, save));
+  text.replaceWith(form);
+  area.focus();
+  cancel.onclick = () => form.replaceWith(text);
+  save.onclick = async () => {
+    try {
+      const updated = await api("PATCH", `/v1/memories/${encodeURIComponent(r.id)}`, { content: area.value });
+      status(updated.content === r.content ? t("unchanged") : t("saved"), "ok");
+      await loadMemories();
+    } catch (e) { status(e.message, "bad"); }
+  };
+}
+
+async function toggleHistory(item, r) {
+  const old = item.querySelector(".history");
+  if (old) { old.remove(); return; }
+  try {
+    const entries = await api("GET", `/v1/memories/${encodeURIComponent(r.id)}/history`);
+    const ul = el("ul", { class: "history" });
+    for (const e of entries) {
+      const change = e.old_content && e.new_content ? `${e.old_content} → ${e.new_content}` : (e.new_content || e.old_content || "");
+      ul.append(el("li", {}, `${e.at.replace("T", " ").slice(0, 19)} · ${e.action} · ${change}`));
+    }
+    item.append(ul);
+  } catch (e) { status(e.message, "bad"); }
+}
+
+function ask(title, body, okText) {
+  const d = $("#confirm");
+  $("#confirm-title").textContent = title;
+  const b = $("#confirm-body"); b.textContent = "";
+  if (body) b.append(body);
+  $("#confirm-ok").textContent = okText || t("confirm");
+  $("#confirm-cancel").textContent = t("cancel");
+  return new Promise((resolve) => {
+    d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true });
+    d.returnValue = "";
+    d.showModal();
+  });
+}
+
+async function deleteMemory(r) {
+  const ok = await ask(t("delete_q"), el("div", {}, el("p", {}, r.content), el("p", { class: "muted" }, t("delete_help"))), t("delete"));
+  if (!ok) return;
+  try {
+    await api("DELETE", `/v1/memories/${encodeURIComponent(r.id)}`);
+    status(t("deleted"), "ok");
+    await loadMemories();
+  } catch (e) { status(e.message, "bad"); }
+}
+
+async function forgetByWords() {
+  const input = el("input", { id: "forget-query", type: "text" });
+  input.value = $("#query").value;
+  if (!(await ask(t("forget_q"), input, t("preview")))) return;
+  const words = input.value.trim();
+  if (!words) return;
+  try {
+    const preview = await api("POST", "/v1/memories/forget", { query: words, dry_run: true });
+    if (!preview.memories.length) { status(t("forget_none"), "bad"); return; }
+    const ul = el("ul", { id: "forget-list" });
+    for (const r of preview.memories) ul.append(el("li", {}, r.content));
+    if (!(await ask(t("forget_preview"), ul, t("confirm")))) return;
+    const done = await api("POST", "/v1/memories/forget", { query: words, dry_run: false });
+    status(`${t("forgotten")}: ${done.memories.length}`, "ok");
+    await loadMemories();
+  } catch (e) { status(e.message, "bad"); }
+}
+
+async function addMemory(ev) {
+  ev.preventDefault();
+  const text = $("#new-text").value.trim();
+  if (!text) return;
+  try {
+    await api("POST", "/v1/memories", { text });
+    $("#new-text").value = "";
+    status(t("added"), "ok");
+    await loadMemories();
+  } catch (e) { status(e.message, "bad"); }
+}
+
+// ---- sessions, pins, stats ---------------------------------------------------------------
+async function loadSessions() {
+  const list = $("#session-list"), view = $("#session-view");
+  list.textContent = ""; view.textContent = "";
+  try {
+    const { sessions } = await api("GET", "/v1/sessions");
+    if (!sessions.length) { view.append(el("p", { class: "muted" }, t("no_sessions"))); return; }
+    for (const id of sessions) {
+      const b = el("button", { type: "button", "data-session": id }, id);
+      b.onclick = () => showSession(id, b);
+      list.append(el("li", {}, b));
+    }
+    showSession(sessions[0], list.querySelector("button"));
+  } catch (e) { view.textContent = e.message; }
+}
+
+async function showSession(id, button) {
+  document.querySelectorAll("#session-list button").forEach((b) => b.classList.toggle("active", b === button));
+  const view = $("#session-view");
+  const s = await api("GET", `/v1/sessions/${encodeURIComponent(id)}`);
+  view.textContent = "";
+  const i = s.info;
+  view.append(el("h3", {}, `${id} · ${i.agent_id}`),
+    el("p", { class: "muted" }, `${i.total_messages} messages · ${i.folds} folds · ${i.tokens}/${i.context_window} tokens · ${i.updated_at.slice(0, 19).replace("T", " ")}`),
+    el("h3", {}, t("summary")), el("div", { class: "summary" }, s.summary || t("no_summary")),
+    el("h3", {}, t("recent")));
+  for (const m of s.messages) view.append(el("div", { class: "msg" }, el("div", { class: "role" }, m.role), m.content));
+}
+
+async function loadPins() {
+  const box = $("#pins"); box.textContent = "";
+  const { agents } = await api("GET", "/v1/pins");
+  if (!agents.length) { box.append(el("p", { class: "muted" }, t("no_pins"))); return; }
+  for (const a of agents) {
+    const ul = el("ul", {});
+    for (const m of a.recent_memories) ul.append(el("li", {}, m));
+    box.append(el("div", { class: "card group" }, el("h3", {}, a.agent_id, el("span", { class: "count" }, `(${a.recent_memories.length})`)), ul));
+  }
+}
+
+function readable(v) {
+  if (Array.isArray(v)) return v.map(readable).join(", ");
+  if (v && typeof v === "object") return Object.entries(v).map(([k, x]) => `${k}: ${readable(x)}`).join(", ") || "—";
+  return v === null ? "—" : String(v);
+}
+
+async function loadStats() {
+  const box = $("#stats"); box.textContent = "";
+  const s = await api("GET", "/v1/stats");
+  const table = el("table", { class: "kv" });
+  for (const [k, v] of Object.entries(s)) {
+    table.append(el("tr", {}, el("td", {}, k), el("td", {}, readable(v))));
+  }
+  box.append(table);
+}
+
+function showTab(name) {
+  status("");
+  document.querySelectorAll(".tab").forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
+  document.querySelectorAll(".panel").forEach((p) => { p.hidden = p.id !== "tab-" + name; });
+  const load = { memories: loadMemories, sessions: loadSessions, pins: loadPins, stats: loadStats }[name];
+  Promise.resolve(load()).catch((e) => status(e.message, "bad"));
+}
+
+// ---- wiring --------------------------------------------------------------------------------
+$("#signin-form").addEventListener("submit", signIn);
+$("#signout").addEventListener("click", () => signOut());
+$("#lang").addEventListener("click", () => {
+  S.lang = S.lang === "zh" ? "en" : "zh"; localStorage.setItem("mf_lang", S.lang); applyLang();
+  if (!$("#app").hidden) showTab(document.querySelector(".tab.active").dataset.tab);
+});
+document.querySelectorAll(".tab").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
+$("#search-form").addEventListener("submit", (ev) => { ev.preventDefault(); S.query = $("#query").value.trim(); loadMemories(); });
+$("#clear-search").addEventListener("click", () => { S.query = ""; $("#query").value = ""; loadMemories(); });
+$("#type-filter").addEventListener("change", () => loadMemories());
+$("#add-form").addEventListener("submit", addMemory);
+$("#forget-button").addEventListener("click", forgetByWords);
+applyLang();
+if (S.key) {
+  api("GET", "/v1/whoami").then(showApp).catch(() => {});
+}
