@@ -95,6 +95,7 @@ def test_every_tool_works_through_call(hm: Memory, root: Path, language: str):
     hits = _ok(tools.call("memory_search", {"query": w["query"], "limit": 5}))["results"]
     assert hits[0]["id"] == liked["id"] and hits[0]["content"] == w["like"]
 
+    assert _ok(tools.call("memory_read", {"path": "memory/MEMORY.md"}))["path"] == "MEMORY.md"
     whole = _ok(tools.call("memory_read", {}))
     assert whole["exists"] and w["like"] in whole["text"] and "mf:" not in whole["text"]
     part = _ok(tools.call("memory_read", {"section": w["section"]}))

@@ -6,7 +6,10 @@ the injected instructions name exactly the tools that exist, in the user's langu
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +196,29 @@ def test_chat_with_memory_off_offers_no_tools_and_stores_nothing(root: Path, llm
     on = run_cli(root, "memory", "on", "--user", "alice")
     assert on.returncode == 0 and "memory is on" in on.stdout
     assert "memory is on for user 'bob'" in run_cli(root, "memory", "status", "--user", "bob").stdout
+
+
+def test_memory_switched_off_during_a_chat_is_honoured_at_the_next_message(root: Path,
+                                                                            llm_server: ScriptedOpenAIServer):
+    llm_server.script(Reply("first"), Reply("second"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
+    proc = subprocess.Popen([sys.executable, "-m", "memfold", "--root", str(root), "chat", "--base-url",
+                             llm_server.base_url, "--model", "scripted", "--user", "alice"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("hello\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "assistant> first"
+        assert run_cli(root, "memory", "off", "--user", "alice").returncode == 0
+        proc.stdin.write("remember that I like green tea\n/exit\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "assistant> second"
+        assert proc.wait(timeout=120) == 0
+    finally:
+        proc.kill()
+    first, second = llm_server.chat_requests()
+    assert "tools" in first["body"] and "tools" not in second["body"]
+    assert TOOL_NAME.findall(second["body"]["messages"][0]["content"]) == []
+    assert second["body"]["messages"][0]["content"].startswith("You are a helpful AI assistant.")  # no memory
+    assert first["body"]["messages"][0]["content"].startswith("You are an AI assistant with long-term memory.")
