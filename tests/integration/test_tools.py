@@ -284,6 +284,7 @@ def test_memory_off_offers_no_tools_and_touches_nothing(hm: Memory, root: Path):
     _ok(tools.call("memory_append", {"content": "I like oolong tea"}))
     hm.set_memory_enabled(False, "alice")
     assert json.loads((root / "alice" / "policy_overrides.json").read_text()) == {"enabled": False}
+    assert len(hm.policy_files("alice").snapshots()) == 1  # the change was snapshotted first (issue 14)
     assert tools.names == [] and tools.openai() == [] and tools.anthropic() == [] and tools.summaries() == {}
     before = (root / "alice" / "MEMORY.md").read_text()
     for name in TOOLS:

@@ -378,10 +378,11 @@ class Memory:
 
     def set_memory_enabled(self, enabled: bool, user_id: str = "default") -> Path:
         """Switch memory on or off for a namespace (the ``enabled`` key of its policy_overrides.json)."""
-        path = switch.set_enabled(self.workspace.user(check_user_id(user_id)), guard.flag(enabled, "enabled"))
+        files = self.policy_files(user_id)
+        files.set({"enabled": guard.flag(enabled, "enabled")}, "memory on/off")  # snapshotted first
         with self._lock:
             self._policies.pop(user_id, None)
-        return path
+        return files.path
 
     def edit_text(self, path: str, old_text: str, new_text: str, user_id: str = "default", *,
                   author: str = "memory_edit") -> text_edit.TextEditResult:
