@@ -191,9 +191,10 @@ class Memory:
     # ---- read ----------------------------------------------------------------------------
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
-               include_episodic: bool = True) -> list[SearchHit]:
+               include_episodic: bool = True, include_archived: bool = False) -> list[SearchHit]:
         """Hybrid search (keywords + vectors, rescored by similarity, recency and importance);
-        updates access statistics unless ``record_access=False``."""
+        updates access statistics unless ``record_access=False``; ``include_archived`` searches
+        archived memories too (merged, compressed or tidied away)."""
         user_id = guard.user(user_id)
         query = guard.text(query, "query")
         if not query.strip():
@@ -204,8 +205,10 @@ class Memory:
         memory_type = mtype.value if mtype is not None else None
         record_access = guard.flag(record_access, "record_access")
         include_episodic = guard.flag(include_episodic, "include_episodic")
+        include_archived = guard.flag(include_archived, "include_archived")
         return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
-                                     record_access=record_access, include_episodic=include_episodic)
+                                     record_access=record_access, include_episodic=include_episodic,
+                                     include_archived=include_archived)
 
     def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval:
         """Ranked memories plus recent daily notes; with no query the whole MEMORY.md (SPEC §5)."""
@@ -338,6 +341,15 @@ class Memory:
     def reindex(self, user_id: str | None = None) -> dict[str, int]:
         """Rebuild the file-backed index rows from the files (all namespaces when ``user_id`` is None)."""
         return admin.reindex(self, user_id)
+
+    def maintain(self, user_id: str | None = None, *, dry_run: bool = False, jobs: Sequence[str] | None = None,
+                 force: bool = False, progress: Callable[[Any], None] | None = None) -> Any:
+        """Run the due maintenance jobs (tidy, old-memory and long-term compression) of one namespace
+        or of all; a ``MaintenanceRun`` of what was (``dry_run``: would be) done (``maintenance.run_due``)."""
+        from ..maintenance import run_due
+
+        return run_due(self, None if user_id is None else guard.user(user_id), dry_run=guard.flag(dry_run, "dry_run"),
+                       jobs=jobs, force=guard.flag(force, "force"), progress=progress)
 
     def export(self, user_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record (archived ones too) as a dict, one namespace or all."""
