@@ -96,8 +96,7 @@ def _changer(gone: set[str], new: list[MemoryRecord], lang: str, rel: str):  # t
         if missing:
             raise JobFailed(f"{len(missing)} memories left {rel} while the job ran (e.g. {sorted(missing)[0]}); "
                             "nothing was changed and the job runs again next time")
-        for e in sorted(entries, key=lambda e: e.start, reverse=True):
-            text = md.replace_entry(text, e, [])
+        text = remove_entries(text, entries)
         if rel.startswith("memory/"):
             return text.rstrip("\n") + "\n" + "\n".join(ln for r in new for ln in rec.render_record(r, lang)) + "\n"
         sections: dict[str, list[str]] = {}
@@ -108,6 +107,16 @@ def _changer(gone: set[str], new: list[MemoryRecord], lang: str, rel: str):  # t
         return text
 
     return change
+
+
+def remove_entries(text: str, entries: Sequence[md.Entry]) -> str:
+    """``text`` without the lines of ``entries`` (one pass, however many)."""
+    if not entries:
+        return text
+    drop = bytearray(text.count("\n") + 1)
+    for e in entries:
+        drop[e.start: e.end] = b"\x01" * (e.end - e.start)
+    return "\n".join(line for i, line in enumerate(text.split("\n")) if not drop[i])
 
 
 def _write_index(store: UserStore, changes: Changes, vectors, job: str) -> None:  # type: ignore[no-untyped-def]

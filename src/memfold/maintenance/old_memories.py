@@ -69,26 +69,26 @@ def groups(ctx: JobContext, records: list[MemoryRecord]) -> list[Group]:
     for r in sorted(records, key=lambda r: (r.created_at, r.id)):
         by_type.setdefault(r.memory_type, []).append(r)
     for mtype, rows in by_type.items():
-        sums: list[np.ndarray] = []
+        have = [(r, vectors[r.id].astype(np.float32)) for r in rows if r.id in vectors]
+        if not have:
+            continue
+        dim = have[0][1].shape[0]
+        sums = np.zeros((len(have), dim), dtype=np.float32)  # running sums of the groups' vectors
+        cents = np.zeros((len(have), dim), dtype=np.float32)  # their directions (unit length)
         members: list[list[MemoryRecord]] = []
-        for r in rows:
-            v = vectors.get(r.id)
-            if v is None:
-                continue
-            v = v.astype(np.float32)
+        for r, v in have:
+            g = len(members)
             best = -1
-            if sums:
-                cent = np.stack(sums)
-                cent = cent / np.maximum(np.linalg.norm(cent, axis=1, keepdims=True), 1e-9)
-                sims = cent @ v
+            if g:
+                sims = cents[:g] @ v
                 j = int(np.argmax(sims))
                 best = j if sims[j] >= TOPIC_SIMILARITY else -1
             if best < 0:
-                sums.append(v.copy())
-                members.append([r])
-            else:
-                sums[best] += v
-                members[best].append(r)
+                best = g
+                members.append([])
+            members[best].append(r)
+            sums[best] += v
+            cents[best] = sums[best] / max(float(np.linalg.norm(sums[best])), 1e-9)
         for ms in members:
             for start in range(0, len(ms), MAX_GROUP):
                 part = ms[start: start + MAX_GROUP]
