@@ -244,7 +244,7 @@ def test_old_memory_policy_keys(root: Path, embedder):
         assert ids["used"] in res.archived and ids["fresh"] not in res.archived
 
 
-@pytest.mark.parametrize("reply", [Reply(content="not json at all"), Reply(status=500),
+@pytest.mark.parametrize("reply", [Reply(content="not json at all"), Reply(status=500), Reply(content="[]", delay=1.6),
                                    Reply(content=json.dumps([{"content": ""}])),
                                    Reply(content=json.dumps([{"content": "a"}, {"content": "b"}, {"content": "c"},
                                                              {"content": "d"}]))])
@@ -258,4 +258,8 @@ def test_old_memory_compression_with_a_bad_answer_changes_nothing(root: Path, ll
     assert res.status == "failed" and "unusable" in res.reason and "nothing was changed" in res.reason
     assert (root / "bob" / FILE_MEMORY).read_bytes() == text
     assert sorted((r.id, r.content, r.is_active) for r in mem.get_all("bob", include_archived=True)) == rows
+    # tried again at the next run
+    llm_server.script(json.dumps([{"content": "The user drinks coffee several times a day", "importance_score": 0.6}]))
+    res = mem.maintain("bob", jobs=["compress_old_memories"]).results[0]
+    assert res.status == "done" and len(res.archived) == 4, res.reason
     mem.close()

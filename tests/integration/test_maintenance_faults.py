@@ -112,3 +112,21 @@ def test_one_maintenance_run_per_namespace_across_processes(root: Path):
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+def test_the_background_scheduler_runs_what_is_due(root: Path):
+    import threading
+
+    from memfold.maintenance.schedule import Scheduler
+
+    from ..support.hash_embedder import HashEmbedder
+
+    with Memory(root=root, embedder=HashEmbedder()) as m:
+        m.add("[x] Water the ferns on the balcony", "alice", memory_type="todo")
+        done = threading.Event()
+        runs = []
+        sched = Scheduler(m, interval=3600, on_run=lambda run: (runs.append(run), done.set())).start()
+        assert done.wait(120)
+        sched.stop()
+        assert {r.job: r.status for r in runs[0].results}["tidy"] == "done"
+        assert "Water the ferns" not in m.show("alice")
