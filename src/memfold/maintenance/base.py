@@ -90,6 +90,7 @@ class JobContext:
     now: datetime
     dry_run: bool = False
     force: bool = False
+    shared: dict[str, Any] = field(default_factory=dict)  # one run's plans, reused by later jobs of a dry run
 
     @property
     def language(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MemfoldError
 from ..index.leases import new_holder
@@ -82,11 +82,13 @@ def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool
             progress(res)
         return [res]
     out = []
+    shared: dict[str, Any] = {}
     try:
         store.sync()
         for job in selected:
             ctx = JobContext(user_id=user, store=store, policy=memory.policy(user), chat=memory.chat_model,
-                             max_calls=memory.writer.llm.max_calls, now=utcnow(), dry_run=dry_run, force=force)
+                             max_calls=memory.writer.llm.max_calls, now=utcnow(), dry_run=dry_run, force=force,
+                             shared=shared)
             res = _one(job, ctx)
             out.append(res)
             if progress:

@@ -153,6 +153,16 @@ def week_event(ctx: JobContext, notes: list[MemoryRecord], y: int, w: int, monda
 
 
 def plan(ctx: JobContext) -> TidyPlan:
+    """What tidying would change now (a dry run computes it once for the tidy and the long-term jobs)."""
+    if ctx.dry_run and "tidy" in ctx.shared:
+        return ctx.shared["tidy"]  # type: ignore[no-any-return]
+    out = _plan(ctx)
+    if ctx.dry_run:
+        ctx.shared["tidy"] = out
+    return out
+
+
+def _plan(ctx: JobContext) -> TidyPlan:
     out = TidyPlan()
     today = ctx.now.date()
     file_rows = [r for r in ctx.store.index.list_records(ctx.user_id) if r.file in (FILE_MEMORY, FILE_LEARNINGS)]
