@@ -263,3 +263,34 @@ def test_old_memory_compression_with_a_bad_answer_changes_nothing(root: Path, ll
     res = mem.maintain("bob", jobs=["compress_old_memories"]).results[0]
     assert res.status == "done" and len(res.archived) == 4, res.reason
     mem.close()
+
+
+def test_a_chinese_memory_is_compressed_with_the_chinese_prompt(root: Path, llm_server, embedder):
+    rows = [record("li", f"旧笔记{i}：港口项目第{i}次会议改到了{100 + i}号房间", 200) for i in range(8)]
+    with Memory(root=root, embedder=embedder) as m:
+        m.init("li", language="zh")
+        m.import_records(rows)
+    mem = llm_memory(root, llm_server, embedder, long_term_compress_char_threshold=200)
+    before = mem.show("li")
+    new = "\n".join(ln for ln in before.split("\n") if ln.startswith("#")).replace(
+        "## 笔记", "## 笔记\n\n- 2026-05-01：港口项目会议改到了100到107号房间")
+    llm_server.script(json.dumps({"memory_md": new}, ensure_ascii=False))
+    res = mem.maintain("li", jobs=["compress_long_term"]).results[0]
+    assert res.status == "done", res.reason
+    prompt = llm_server.chat_requests()[0]["body"]["messages"][1]["content"]
+    assert "保留每个" in prompt and "旧笔记3" in prompt
+    assert "港口项目会议改到了100到107号房间" in mem.show("li") and "旧笔记3" not in mem.show("li")
+    mem.close()
+
+
+def test_cli_maintain_exits_1_when_a_job_failed(root: Path, llm_server, embedder):
+    from ..conftest import run_cli
+
+    seed_long_memory(root, embedder)
+    (root / "config.toml").write_text(
+        f'[llm]\nprovider = "openai"\nbase_url = "{llm_server.base_url}"\nmodel = "scripted"\ntimeout = 1.0\n'
+        f'max_retries = 0\n\n[memory]\nlong_term_compress_char_threshold = 300\n', encoding="utf-8")
+    llm_server.script(Reply(status=500, content="down"))
+    out = run_cli(root, "maintain", "--user", "alice", "--job", "compress_long_term")
+    assert out.returncode == 1
+    assert "alice: compress_long_term: failed" in out.stdout and "LLM call failed" in out.stdout

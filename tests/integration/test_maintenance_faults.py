@@ -130,3 +130,22 @@ def test_the_background_scheduler_runs_what_is_due(root: Path):
         sched.stop()
         assert {r.job: r.status for r in runs[0].results}["tidy"] == "done"
         assert "Water the ferns" not in m.show("alice")
+
+
+def test_maintenance_on_a_postgresql_index(pg_dsn: str, root: Path):
+    from memfold.config import load_settings
+
+    from ..support.hash_embedder import HashEmbedder
+
+    settings = load_settings(root, index={"backend": "postgres", "dsn": pg_dsn})
+    with Memory(settings=settings, embedder=HashEmbedder()) as m:
+        done = m.add("[x] Book the ferry to Hvar", "alice", memory_type="todo").added[0]
+        m.add("Pack the snorkel for the trip", "alice", memory_type="todo")
+        assert m.index.try_lease("alice", "maintenance", "elsewhere:1:x", 3600)  # another run holds it
+        assert m.maintain("alice").results[0].status == "busy"
+        m.index.release_lease("alice", "maintenance", "elsewhere:1:x")
+        statuses = {r.job: r.status for r in m.maintain("alice").results}
+        assert statuses["tidy"] == "done"
+        assert not m.get(done.id, "alice").is_active and "Book the ferry" not in m.show("alice")
+        hits = m.search("ferry to Hvar", "alice", include_archived=True)
+        assert done.id in [h.record.id for h in hits]
