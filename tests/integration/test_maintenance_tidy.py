@@ -133,7 +133,7 @@ def test_cli_maintain_dry_run_and_search_include_archived(root: Path, embedder):
         done = m.add("[x] Send the invoice to Quillmark", "frank", memory_type="todo").added[0]
     out = run_cli(root, "maintain", "--user", "frank", "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert "dry run" in out.stdout and "frank: tidy: planned (1 archived" in out.stdout and done.id in out.stdout
+    assert "dry run" in out.stdout and "frank: tidy: planned (would archive 1 memory" in out.stdout and done.id in out.stdout
     assert "frank: tidy: planned" in out.stderr or "tidy: planned" in out.stderr  # progress line
     out = run_cli(root, "maintain", "--user", "frank", "--json")
     assert out.returncode == 0, out.stderr

@@ -51,13 +51,18 @@ class JobResult:
     def summary(self) -> str:
         """One line for the CLI."""
         line = f"{self.user_id}: {self.job}: {self.status}"
-        if self.archived or self.created:
-            line += f" ({len(self.archived)} archived, {len(self.created)} written"
-            if self.chars_before:
-                line += f", {self.chars_before} -> {self.chars_after} characters"
-            line += ")"
-        elif self.chars_before and self.status in (DONE, PLANNED):
-            line += f" ({self.chars_before} -> {self.chars_after} characters)"
+        chars = ""
+        if self.chars_before and (self.chars_after or self.status == DONE):
+            chars = f"{self.chars_before} -> {self.chars_after} characters"
+        elif self.chars_before:
+            chars = f"{self.chars_before} characters"
+        if self.status == PLANNED and (self.archived or self.created):
+            noun = "memory" if len(self.archived) == 1 else "memories"
+            line += f" (would archive {len(self.archived)} {noun}" + (f", {chars}" if chars else "") + ")"
+        elif self.archived or self.created:
+            line += f" ({len(self.archived)} archived, {len(self.created)} written" + (f", {chars}" if chars else "") + ")"
+        elif chars and self.status in (DONE, PLANNED):
+            line += f" ({chars})"
         return line + (f": {self.reason}" if self.reason else "")
 
 
