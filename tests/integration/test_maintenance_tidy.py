@@ -147,3 +147,14 @@ def test_cli_maintain_dry_run_and_search_include_archived(root: Path, embedder):
     assert done.id in out.stdout
 
 
+
+
+def test_deleting_an_archived_todo_takes_its_words_out_of_archive_md(mem: Memory, root: Path):
+    done = mem.add("[x] Post the letter to Vrellinga Street", "gina", memory_type="todo").added[0]
+    other = mem.add("[x] Pay the electricity bill", "gina", memory_type="todo").added[0]
+    mem.maintain("gina", jobs=["tidy"])
+    archive = root / "gina" / "archive.md"
+    assert "Vrellinga" in archive.read_text(encoding="utf-8") and f"mf:{done.id}" in archive.read_text(encoding="utf-8")
+    mem.delete(done.id, "gina")
+    text = archive.read_text(encoding="utf-8")
+    assert "Vrellinga" not in text and other.content in text

@@ -17,10 +17,10 @@ from ..index.base import IndexItem
 from ..models import EPISODIC, HistoryEntry, MemoryRecord, utcnow
 from ..text import memory_markdown as md
 from ..workspace.files import atomic_write
+from ..workspace.userspace import ARCHIVE_FILE
 from .base import JobFailed
 
 log = logging.getLogger("memfold")
-ARCHIVE_FILE = "archive.md"  # completed and expired todos, readable by a person (not injected, not indexed)
 
 
 @dataclass(frozen=True)

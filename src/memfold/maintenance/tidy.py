@@ -172,7 +172,8 @@ def _plan(ctx: JobContext) -> TidyPlan:
             if why:
                 out.todos.append((r.id, why))
                 out.changes.archive.append(Archive(r, reason=f"todo {why}"))
-                out.changes.archive_lines.append(f"- {r.created_at.date().isoformat()}: {r.content} ({why})")
+                out.changes.archive_lines.append(f"- {r.created_at.date().isoformat()}: {' '.join(r.content.split())} "
+                                                 f"({why}) <!-- mf:{r.id} -->")
     leaving = {a.record.id for a in out.changes.archive}
     rest = [r for r in file_rows if r.id not in leaving]
     vectors = {item.record.id: item.vector for item in ctx.store.index.iter_rows(ctx.user_id)
