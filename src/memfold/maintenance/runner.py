@@ -75,12 +75,17 @@ def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool
     store = memory._store(user)
     index = store.index
     holder = new_holder()
-    if not dry_run and not index.try_lease(user, LEASE, holder, LEASE_TTL):
-        res = JobResult(job="*", user_id=user, status=BUSY,
-                        reason="another maintenance run holds this namespace; try again later")
+    try:
+        free = dry_run or index.try_lease(user, LEASE, holder, LEASE_TTL)
+    except MemfoldError as exc:  # a read-only workspace, an unreachable database
+        free, busy = False, JobResult(job="*", user_id=user, status=FAILED, reason=f"{type(exc).__name__}: {exc}")
+    else:
+        busy = JobResult(job="*", user_id=user, status=BUSY,
+                         reason="another maintenance run holds this namespace; try again later")
+    if not free:
         if progress:
-            progress(res)
-        return [res]
+            progress(busy)
+        return [busy]
     out = []
     shared: dict[str, Any] = {}
     try:
