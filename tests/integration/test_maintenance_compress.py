@@ -182,7 +182,7 @@ def test_a_hand_edit_made_while_the_llm_compresses_is_not_lost(root: Path, llm_s
 def seed_old_facts(root: Path, embedder, user: str = "bob") -> dict[str, str]:  # type: ignore[no-untyped-def]
     rows = [record(user, t, 200) for t in OLD_FACTS]
     rows.append(record(user, "The user's brother Tomas lives in Vilnius and teaches chemistry", 200))
-    used = record(user, "The user drinks coffee: a flat white at the airport", 200, access_count=7,
+    used = record(user, "The user drinks coffee: an espresso at the airport before flights", 200, access_count=7,
                   last_accessed_at=NOW - timedelta(days=120))
     fresh = record(user, "The user drinks coffee: a cortado at the new cafe", 10)
     with Memory(root=root, embedder=embedder) as m:
