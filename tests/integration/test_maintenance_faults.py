@@ -149,3 +149,37 @@ def test_maintenance_on_a_postgresql_index(pg_dsn: str, root: Path):
         assert not m.get(done.id, "alice").is_active and "Book the ferry" not in m.show("alice")
         hits = m.search("ferry to Hvar", "alice", include_archived=True)
         assert done.id in [h.record.id for h in hits]
+
+
+def test_a_registered_job_runs_with_the_others_and_its_failure_stops_none(root: Path):
+    from memfold import maintenance
+    from memfold.maintenance.base import DONE, JobFailed
+    from memfold.maintenance.runner import _JOBS
+
+    from ..support.hash_embedder import HashEmbedder
+
+    class Flaky:
+        name = "flaky_test_job"
+        calls = 0
+
+        def run(self, ctx):  # type: ignore[no-untyped-def]
+            Flaky.calls += 1
+            if Flaky.calls == 1:
+                raise JobFailed("not this time")
+            return ctx.result(self.name, DONE, "fine now")
+
+    saved = list(_JOBS)
+    maintenance.register(Flaky())
+    try:
+        assert "flaky_test_job" in maintenance.job_names()
+        with Memory(root=root, embedder=HashEmbedder()) as m:
+            m.add("[x] Fix the porch light", "alice", memory_type="todo")
+            first = {r.job: (r.status, r.reason) for r in m.maintain("alice").results}
+            assert first["flaky_test_job"] == ("failed", "not this time") and first["tidy"][0] == "done"
+            state = m.index.get_state("alice", "maintenance", "flaky_test_job")
+            assert state and state["last_status"] == "failed" and "last_success" not in state
+            second = {r.job: r.status for r in m.maintain("alice").results}
+            assert second["flaky_test_job"] == "done"  # retried at the next run
+            assert m.index.get_state("alice", "maintenance", "flaky_test_job")["last_success"]
+    finally:
+        _JOBS[:] = saved
