@@ -61,6 +61,12 @@ def test_near_duplicates_in_the_file_are_merged_into_the_newer(root: Path, embed
     gone = res.details["duplicates"][0]["archived"]
     assert m.get(gone, "bob").superseded_by == kept[0].id
     assert {r["relation"] for r in m.relations(kept[0].id, "bob")} == {"duplicates"}
+    # a later hand edit adds a near-duplicate (other punctuation): the next tidy finds it too
+    p.write_text(p.read_text(encoding="utf-8").replace("## Notes\n", "## Notes\n\n- 2026-06-01: My sister Lena lives in Lyon.\n"),
+                 encoding="utf-8")
+    res = m.maintain("bob", jobs=["tidy"]).results[0]
+    assert res.status == "done" and res.details["duplicates"][0]["archived"] == kept[0].id
+    assert [r.content for r in m.get_all("bob") if "Lena" in r.content] == ["My sister Lena lives in Lyon."]
     m.close()
 
 
