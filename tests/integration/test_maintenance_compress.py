@@ -294,3 +294,24 @@ def test_cli_maintain_exits_1_when_a_job_failed(root: Path, llm_server, embedder
     out = run_cli(root, "maintain", "--user", "alice", "--job", "compress_long_term")
     assert out.returncode == 1
     assert "alice: compress_long_term: failed" in out.stdout and "LLM call failed" in out.stdout
+
+
+def test_an_add_over_the_threshold_starts_the_compression_in_the_background(root: Path, llm_server, embedder):
+    seed_long_memory(root, embedder)
+    mem = llm_memory(root, llm_server, embedder, long_term_compress_char_threshold=300)
+    recent = ("- 2026-11-25: Anna's flight lands at 14:30 on 2026-12-03 at gate B12\n"
+              "- 2026-11-25: The boiler was serviced on 2026-11-20 by Kettering Heating")
+    llm_server.script(json.dumps({"memory_md": compressed_file(mem.show("alice"), recent)}))
+    mem.add("The boiler was serviced on 2026-11-20 by Kettering Heating", "alice", memory_type="event")
+    mem.close()  # waits for the background compression
+    (req,) = llm_server.chat_requests()
+    assert "Keep every \"## \" section heading" in req["body"]["messages"][1]["content"]
+    with Memory(root=root, embedder=embedder, policy={"long_term_compress_char_threshold": 300}) as m:
+        text = m.show("alice")
+        assert "Harbor project meetings 0-5" in text and "Old note" not in text and "Kettering Heating" in text
+        assert len(text) > 300  # still over the threshold
+        assert m.index.get_state("alice", "maintenance", "compress_long_term")["last_status"] == "done"
+    mem = llm_memory(root, llm_server, embedder, long_term_compress_char_threshold=300)
+    mem.add("The plumber Mr. Osei comes on Thursday", "alice")  # still over, but it ran less than 24 h ago
+    mem.close()
+    assert len(llm_server.chat_requests()) == 1

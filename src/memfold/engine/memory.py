@@ -84,7 +84,10 @@ class Memory:
         return st
 
     def close(self) -> None:
-        """Close the index and the LLM client (the chat model made from the settings)."""
+        """Close the index and the LLM client (the chat model made from the settings), after a
+        background compression in progress has finished."""
+        if "_auto" in self.__dict__:
+            self._auto.join()
         chat_close = getattr(self.chat_model, "close", None)
         if callable(chat_close):
             chat_close()
@@ -138,6 +141,8 @@ class Memory:
             self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
         if result.forgotten:  # a forget request in the conversation
             self.pin_store.discard(user_id, [r.content for r in result.forgotten])
+        if result.added:  # seed 001 §1.6: over long_term_compress_char_threshold, compression starts in the background
+            self._auto_compression.after_add(self, user_id)
         return result
 
     def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
@@ -271,6 +276,15 @@ class Memory:
                    embedder=self.embedder.name, index=self.settings.index.backend)
         out["llm_usage"] = self.writer.llm_usage(user_id)  # calls and tokens per operation (SPEC §4.6)
         return out
+
+    @property
+    def _auto_compression(self) -> Any:
+        with self._lock:
+            if "_auto" not in self.__dict__:
+                from ..maintenance.schedule import AutoCompression
+
+                self._auto = AutoCompression()
+            return self._auto
 
     # ---- conversation: sessions, pin lists, context (SPEC §6-7) ---------------------------------
     @property
