@@ -39,6 +39,10 @@ class Policy:
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
     context_window: int = 32768  # tokens the chat model accepts (sessions and build_context fit in it)
     token_encoding: str = "o200k_base"  # toktok encoding used to count tokens
+    # maintenance (memfold maintain): old-memory compression and the "tidy your memory" instruction
+    old_memory_days: int = 90  # memories not accessed for this many days may be compressed (0 = never)
+    old_memory_access_below: int = 5  # ... when accessed fewer times than this
+    memory_tidy_percent: int = 80  # the tidy instruction is injected from this share of memory_char_limit
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,6 +85,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
     "context_window": (512, 10_000_000),
+    "old_memory_days": (0, 36_500),
+    "old_memory_access_below": (1, 1_000_000),
+    "memory_tidy_percent": (1, 100),
 }
 # allowed values of the text keys
 CHOICES: dict[str, tuple[str, ...]] = {

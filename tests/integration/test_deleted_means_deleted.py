@@ -60,7 +60,8 @@ def test_delete_leaves_the_words_in_no_file(mem: Memory, root: Path) -> None:
     assert mem.get(keep.id, "alice").content == "I like jasmine tea in the morning"
     assert mem.history(keep.id, "alice")[0].new_content == "I like jasmine tea in the morning"
     backups = mem._store("alice").space.backups()
-    assert len(backups) == 3 and all(b"jasmine tea" in b.read_bytes() for b in backups)
+    # before the second add (a backup precedes an append too), the two updates and the delete
+    assert len(backups) == 4 and all(b"jasmine tea" in b.read_bytes() for b in backups)
     assert r.id not in [h.record.id for h in mem.search("locker combination", "alice", record_access=False)]
     mem.close()
     assert holders(root, *words) == []  # closing cuts no snapshot with them either

@@ -163,7 +163,8 @@ def test_update_delete_forget_history_and_backups(mem: Memory, root: Path):
     assert upd.content == "I like jasmine tea" and upd.importance == 0.9
     assert "jasmine" in (root / "alice" / "MEMORY.md").read_text()
     assert [h.action for h in mem.history(a.id, "alice")] == ["add", "update"]
-    assert len(list((root / "alice" / "backups").glob("*_MEMORY.md"))) == 1
+    # one backup before the second add (seed 001 §4.5: an append too), one before the update
+    assert len(list((root / "alice" / "backups").glob("*_MEMORY.md"))) == 2
     gone = mem.forget("Kyoto", "alice")
     assert [g.id for g in gone] == [b.id]
     assert "Kyoto" not in (root / "alice" / "MEMORY.md").read_text()

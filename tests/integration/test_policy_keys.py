@@ -1,10 +1,10 @@
 """Every policy key in the README does what the README says (issue 14 item 8): one test per key,
 named ``test_key_<key>``, through the public API with the fast hash embedder. Keys whose work
-is built on another branch are listed in ``PENDING_ELSEWHERE`` and reported as skipped until
-their test is added here; a key with neither fails ``test_every_policy_key_has_a_test``."""
+is tested next to its feature are listed in ``TESTED_ELSEWHERE`` with that test; a key with neither fails ``test_every_policy_key_has_a_test``."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -26,11 +26,13 @@ from memfold.text.tokens import count_tokens
 from ..support.hash_embedder import HashEmbedder
 
 # key -> the helper branch that builds what it does (the merger adds test_key_<key> and removes it)
-PENDING_ELSEWHERE = {
-    "long_term_compress_char_threshold": "maint (issue 14 item 1: long-term compression)",
-    "old_memory_days": "maint (issue 14 item 2: old-memory compression)",
-    "memory_tidy_percent": "maint (issue 14 item 3: the tidy instruction near the limit)",
-    "enabled": "tools (memory tools on/off)",
+# keys whose behaviour is tested next to the feature: key -> (module, test function)
+TESTED_ELSEWHERE = {
+    "long_term_compress_char_threshold": ("test_maintenance_compress", "test_threshold_zero_or_not_exceeded_means_no_compression"),
+    "old_memory_days": ("test_maintenance_compress", "test_old_memory_policy_keys"),
+    "old_memory_access_below": ("test_maintenance_compress", "test_old_memory_policy_keys"),
+    "memory_tidy_percent": ("test_maintenance_tidy", "test_tidy_instruction_appears_when_memory_approaches_the_limit"),
+    "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
 }
 ONLY_SCORE = {"score_weight_similarity": 0.0, "score_weight_time": 0.0, "score_weight_importance": 0.0}
 
@@ -46,8 +48,10 @@ def memory(root: Path, **policy):
 
 @pytest.mark.parametrize("key", policy_keys())
 def test_every_policy_key_has_a_test(key: str):
-    if key in PENDING_ELSEWHERE:
-        pytest.skip(f"{key}: its behaviour comes with branch {PENDING_ELSEWHERE[key]}")
+    if key in TESTED_ELSEWHERE:
+        module, name = TESTED_ELSEWHERE[key]
+        assert callable(getattr(importlib.import_module(f"tests.integration.{module}"), name, None)), (key, module, name)
+        return
     assert callable(globals().get(f"test_key_{key}")), f"no test_key_{key} in {__name__}"
 
 

@@ -142,11 +142,30 @@ def render_bench(report: dict[str, Any], console: Console) -> None:
     console.print(t)
 
 
+def render_maintain_bench(report: dict[str, Any]) -> None:
+    t = Table(title=f"memfold bench --maintain: backend {report['backend']}, embedder {report['embedder']}, "
+                    f"load {report['load_avg_before'][0]}", title_justify="left")
+    t.add_column("measure")
+    for r in report["runs"]:
+        t.add_column(f"n={r['n']:,}", justify="right")
+    runs = report["runs"]
+    t.add_row("dry run (s)", *(f"{r['dry_run_seconds']:.2f}" for r in runs))
+    for name in runs[0]["jobs"]:
+        t.add_row(f"{name} (s)", *(f"{r['jobs'][name]['seconds']:.2f}" for r in runs))
+        t.add_row("  archived / written", *(f"{r['jobs'][name]['archived']:,} / {r['jobs'][name]['created']:,}"
+                                             for r in runs))
+    t.add_row("all jobs (s)", *(f"{r['total_seconds']:.2f}" for r in runs))
+    t.add_row("MEMORY.md characters before", *(f"{r['memory_md_chars_before']:,}" for r in runs))
+    t.add_row("MEMORY.md characters after", *(f"{r['memory_md_chars_after']:,}" for r in runs))
+    out.print(t)
+
+
 def bench(ctx: typer.Context, n: str = typer.Option("10000,100000", "--n", help="Comma-separated numbers of memories."),
           as_json: Json = False,
           backend: str = typer.Option("sqlite", "--backend", help="Index backend: sqlite or postgres."),
           queries: int = typer.Option(200, "--queries", min=1, help="Search queries timed per size."),
-          out_file: Path = typer.Option(Path("memfold-bench.json"), "--out", help="Where the JSON results are written.")
+          out_file: Path = typer.Option(Path("memfold-bench.json"), "--out", help="Where the JSON results are written."),
+          maintain: bool = typer.Option(False, "--maintain", help="Time the maintenance jobs instead (memfold maintain).")
           ) -> None:
     """Synthetic scale test: ingest throughput, search latency, cold start, memory, index size."""
     import json
@@ -155,6 +174,17 @@ def bench(ctx: typer.Context, n: str = typer.Option("10000,100000", "--n", help=
     from ..eval.harness import parse_ks
 
     sizes = parse_ks(n, "--n")
+    if maintain:
+        from ..eval.bench_maintain import run_maintain_bench
+
+        with BarProgress(err) as bar:
+            report = run_maintain_bench(sizes, backend=backend, root=runtime(ctx).root, progress=bar)
+        out_file.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        if as_json:
+            print_json(report)
+        else:
+            render_maintain_bench(report)
+        return
     with BarProgress(err) as bar:
         report = run_bench(sizes, backend=backend, root=runtime(ctx).root, n_queries=queries,
                            n_single=min(200, max(20, queries)), progress=bar)

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
-from . import eval_cmd, llm_cmd, memory_cmd, migrate_cmd, policy_cmd, render, serve_cmd, session_cmd
+from . import eval_cmd, llm_cmd, maintain_cmd, memory_cmd, migrate_cmd, policy_cmd, render, serve_cmd, session_cmd
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
 from .help_compat import hide_flag_types
 
@@ -94,12 +94,14 @@ def search(ctx: typer.Context, query: str = typer.Argument(..., help="What to lo
            user: User = "default",
            k: Optional[int] = typer.Option(None, "-k", "--limit", help="How many results (default retrieve_limit)."),
            type_: Optional[str] = typer.Option(None, "--type", "-t", help="Only this memory type."),
+           include_archived: bool = typer.Option(False, "--include-archived",
+                                                 help="Search archived memories too (merged, compressed, tidied)."),
            as_json: Json = False) -> None:
     """Hybrid search: keyword + vector candidates, rescored by similarity, recency and importance."""
     if not query.strip():
         raise InvalidInputError("search needs words to look for; to see every memory use 'memfold list' "
                                 "(or 'memfold show' for MEMORY.md)")
-    hits = runtime(ctx).memory().search(query, user, limit=k, memory_type=type_)
+    hits = runtime(ctx).memory().search(query, user, limit=k, memory_type=type_, include_archived=include_archived)
     if as_json:
         print_json([h.to_dict() for h in hits])
     elif hits:
@@ -306,6 +308,7 @@ def demo(ctx: typer.Context) -> None:
 eval_cmd.register(app)  # eval locomo|madial, bench
 memory_cmd.register(app)  # memory on|off|status
 serve_cmd.register(app)  # serve, keys create|list|revoke
+maintain_cmd.register(app)  # maintain
 
 
 def _os_reason(exc: OSError, path: Any) -> str:

@@ -199,6 +199,9 @@ class ContextBuilder:
                 parts.append(prompts.load("memory_instructions", self.language).strip())
             if truncated:
                 parts.append(prompts.render("memory_tidy", self.language, limit=pol.memory_char_limit).strip())
+            elif memory_chars * 100 >= pol.memory_char_limit * pol.memory_tidy_percent:  # approaching the limit
+                parts.append(prompts.render("memory_tidy_near", self.language, limit=pol.memory_char_limit,
+                                            percent=memory_chars * 100 // pol.memory_char_limit).strip())
         system = "\n\n".join(p for p in parts if p)
 
         tail = [{"role": "user", "content": user_message}, *[dict(m) for m in after]]

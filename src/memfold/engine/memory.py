@@ -113,7 +113,10 @@ class Memory:
         return st
 
     def close(self) -> None:
-        """Close the index and the LLM client (the chat model made from the settings)."""
+        """Close the index and the LLM client (the chat model made from the settings), after a
+        background compression in progress has finished."""
+        if "_auto" in self.__dict__:
+            self._auto.join()
         chat_close = getattr(self.chat_model, "close", None)
         if callable(chat_close):
             chat_close()
@@ -167,6 +170,8 @@ class Memory:
             self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
         if result.forgotten:  # a forget request in the conversation
             self.pin_store.discard(user_id, [r.content for r in result.forgotten])
+        if result.added:  # seed 001 §1.6: over long_term_compress_char_threshold, compression starts in the background
+            self._auto_compression.after_add(self, user_id)
         return result
 
     def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
@@ -220,9 +225,10 @@ class Memory:
     # ---- read ----------------------------------------------------------------------------
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
-               include_episodic: bool = True) -> list[SearchHit]:
+               include_episodic: bool = True, include_archived: bool = False) -> list[SearchHit]:
         """Hybrid search (keywords + vectors, rescored by similarity, recency and importance);
-        updates access statistics unless ``record_access=False``."""
+        updates access statistics unless ``record_access=False``; ``include_archived`` searches
+        archived memories too (merged, compressed or tidied away)."""
         user_id = guard.user(user_id)
         query = guard.text(query, "query")
         if not query.strip():
@@ -233,8 +239,10 @@ class Memory:
         memory_type = mtype.value if mtype is not None else None
         record_access = guard.flag(record_access, "record_access")
         include_episodic = guard.flag(include_episodic, "include_episodic")
+        include_archived = guard.flag(include_archived, "include_archived")
         return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
-                                     record_access=record_access, include_episodic=include_episodic)
+                                     record_access=record_access, include_episodic=include_episodic,
+                                     include_archived=include_archived)
 
     def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval:
         """Ranked memories plus recent daily notes; with no query the whole MEMORY.md (SPEC §5)."""
@@ -297,6 +305,15 @@ class Memory:
                    embedder=self.embedder.name, index=self.settings.index.backend)
         out["llm_usage"] = self.writer.llm_usage(user_id)  # calls and tokens per operation (SPEC §4.6)
         return out
+
+    @property
+    def _auto_compression(self) -> Any:
+        with self._lock:
+            if "_auto" not in self.__dict__:
+                from ..maintenance.schedule import AutoCompression
+
+                self._auto = AutoCompression()
+            return self._auto
 
     # ---- conversation: sessions, pin lists, context (SPEC §6-7) ---------------------------------
     @property
@@ -403,6 +420,15 @@ class Memory:
     def reindex(self, user_id: str | None = None) -> dict[str, int]:
         """Rebuild the file-backed index rows from the files (all namespaces when ``user_id`` is None)."""
         return admin.reindex(self, user_id)
+
+    def maintain(self, user_id: str | None = None, *, dry_run: bool = False, jobs: Sequence[str] | None = None,
+                 force: bool = False, progress: Callable[[Any], None] | None = None) -> Any:
+        """Run the due maintenance jobs (tidy, old-memory and long-term compression) of one namespace
+        or of all; a ``MaintenanceRun`` of what was (``dry_run``: would be) done (``maintenance.run_due``)."""
+        from ..maintenance import run_due
+
+        return run_due(self, None if user_id is None else guard.user(user_id), dry_run=guard.flag(dry_run, "dry_run"),
+                       jobs=jobs, force=guard.flag(force, "force"), progress=progress)
 
     def export(self, user_id: str | None = None) -> Iterator[dict[str, Any]]:
         """Every record (archived ones too) as a dict, one namespace or all."""

@@ -116,6 +116,31 @@ def adjustment(r: MemoryRecord, qterms: set[str], pol: Policy) -> float:
     return delta
 
 
+def archived_candidates(store: UserStore, user_id: str, qterms: list[str], qvec: np.ndarray,
+                        keyword: list[tuple[str, float]], vector: list[tuple[str, float]], want: int
+                        ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """The candidate lists with the best ``want`` archived rows added: their stored vectors scored by
+    cosine, their words by the share of query terms they hold (scaled to the best keyword score).
+    A scan of the namespace's archived rows: an opt-in for looking back, not the everyday path."""
+    qset = set(qterms)
+    kmax = max((s for _, s in keyword), default=1.0) or 1.0
+    kw: list[tuple[str, float]] = []
+    vec: list[tuple[str, float]] = []
+    for it in store.index.iter_rows(user_id):
+        r = it.record
+        if r.is_active:
+            continue
+        if qset:
+            share = len(qset & set(terms(r.content))) / len(qset)
+            if share > 0:
+                kw.append((r.id, share * kmax))
+        if it.vector is not None:
+            vec.append((r.id, float(np.asarray(it.vector, dtype=np.float32) @ qvec)))
+    kw = sorted(kw, key=lambda x: -x[1])[:want]
+    vec = sorted(vec, key=lambda x: -x[1])[:want]
+    return keyword + kw, sorted(vector + vec, key=lambda x: -x[1])[: max(want, len(vector))]
+
+
 class Retriever:
     def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy]):
         self._store = store
@@ -123,8 +148,9 @@ class Retriever:
 
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
                record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
-               collapse_copies: bool = True) -> list[SearchHit]:
-        """Ranked hits; with ``collapse_copies`` a turn and the memory extracted from it count once."""
+               collapse_copies: bool = True, include_archived: bool = False) -> list[SearchHit]:
+        """Ranked hits; with ``collapse_copies`` a turn and the memory extracted from it count once;
+        with ``include_archived`` archived memories (merged, compressed, tidied away) are candidates too."""
         store = self._store(user_id)
         pol = self._policy(user_id)
         k = limit or pol.retrieve_limit
@@ -136,8 +162,10 @@ class Retriever:
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-        vector = store.index.vector_search(user_id, query_vector(store.embedder, query, pol.query_last_line_weight),
-                                           want)
+        qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
+        vector = store.index.vector_search(user_id, qvec, want)
+        if include_archived:
+            keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
         qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
@@ -145,7 +173,7 @@ class Retriever:
         hits: list[SearchHit] = []
         for mid, (sim, kpart, vpart) in fused.items():
             r = records.get(mid)
-            if r is None or not r.is_active:
+            if r is None or (not r.is_active and not include_archived):
                 continue
             if memory_type is not None and r.memory_type.value != memory_type:
                 continue

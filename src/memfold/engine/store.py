@@ -207,7 +207,7 @@ class UserStore:
                         return text
 
                     kept[rel] = self.space.keep_old(rel)
-                    written[rel] = self._write_file(rel, add_lines)
+                    written[rel] = self._write_file(rel, add_lines, backup=True)  # seed 001 §4.5: MEMORY.md
                 if records and vectors is None:
                     vectors = self.embedder.embed([rec.embed_text(r) for r in records])
                 with _transaction(self.index):  # all or nothing where the backend can (SQLite)
@@ -338,6 +338,16 @@ class UserStore:
         _, state = g.publish(new, expected=text,
                              backup_keep=self.backup_keep if backup and rel == FILE_MEMORY else None)
         return state
+
+    def write_file(self, rel: str, change: Callable[[str], str | None], *, backup: bool = True
+                   ) -> tuple[int, int] | None:
+        """A whole-file change for maintenance jobs (the caller holds ``space.lock`` and has synced):
+        hand edits are merged as for every write; returns the state to record with ``set_file_state``."""
+        return self._write_file(rel, change, backup)
+
+    def reconcile_file(self, rel: str) -> int:
+        """Index a file as it is now (the caller holds ``space.lock``); returns the rows changed."""
+        return self._reconcile_file(rel)
 
     def reindex(self) -> int:
         """Rebuild every file-backed row of the namespace from the files. A row that is still in its

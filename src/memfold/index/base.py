@@ -3,7 +3,8 @@ so that a wrapper (a cache, a read replica) or a new backend implements only wha
 
 ``RecordStore`` (memory rows), ``SearchIndex`` (keyword and vector search), ``HistoryLog`` (what
 happened to memories and the relations it left), ``StateStore`` (small JSON documents),
-``FileStates`` (what the index knows of the workspace files), ``IndexAdmin`` (namespaces,
+``FileStates`` (what the index knows of the workspace files), ``Leases`` (one maintenance run
+per namespace at a time), ``IndexAdmin`` (namespaces,
 statistics, closing) and ``RowSource`` (every stored row, for a copy: ``index/transfer.py``).
 ``Index`` is all of them; ``SqliteIndex`` (embedded default) and ``PostgresIndex`` implement it and
 ``tests/contract`` runs against both. Everything is scoped by ``user_id``: no call returns rows of
@@ -119,6 +120,18 @@ class FileStates(Protocol):
 
 
 @runtime_checkable
+class Leases(Protocol):
+    """One holder at a time of a named lease per namespace, across processes and machines
+    (maintenance runs): a row in the SQLite index that expires after ``ttl`` seconds (or at once
+    when its holder's process on this machine is gone), an advisory lock on PostgreSQL."""
+
+    def try_lease(self, user_id: str, name: str, holder: str, ttl: float) -> bool:
+        """Take the lease for ``holder``; False when another live holder has it."""
+        ...
+    def release_lease(self, user_id: str, name: str, holder: str) -> None: ...
+
+
+@runtime_checkable
 class IndexAdmin(Protocol):
     def user_ids(self) -> list[str]:
         """The namespaces holding memory rows."""
@@ -147,7 +160,7 @@ class RowSource(Protocol):
 
 
 @runtime_checkable
-class Index(RecordStore, SearchIndex, HistoryLog, StateStore, FileStates, IndexAdmin, RowSource, Protocol):
+class Index(RecordStore, SearchIndex, HistoryLog, StateStore, FileStates, Leases, IndexAdmin, RowSource, Protocol):
     """Everything the engine asks of a derived index."""
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord
 from ..text import forgetting
+from . import leases
 from .base import IndexItem
 from .pg_schema import connect, describe, driver, ensure_schema
 from .rows import HISTORY_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
@@ -77,6 +78,7 @@ class PostgresIndex:
         self.embedder_name = embedder_name
         self.where = describe(dsn)
         self._lock = threading.RLock()
+        self._leases: dict[tuple[str, str], tuple[str, Any]] = {}  # (user, name) -> (holder, its connection)
         self._conn = self._open()
 
     def _open(self) -> Any:
@@ -339,6 +341,31 @@ class PostgresIndex:
         with self._cur(write=True) as cur:
             cur.execute("DELETE FROM memory_state WHERE user_id = %s AND kind = %s AND key = %s", (user_id, kind, key))
 
+    def try_lease(self, user_id: str, name: str, holder: str, ttl: float) -> bool:
+        """An advisory lock on a connection of its own (freed by the server if this process dies)."""
+        with self._lock:
+            if (user_id, name) in self._leases:
+                return self._leases[(user_id, name)][0] == holder
+            conn = connect(self.dsn)
+            try:
+                got = conn.execute("SELECT pg_try_advisory_lock(%s)", (leases.advisory_key(user_id, name),)).fetchone()
+            except self._psycopg.Error as exc:
+                conn.close()
+                raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
+            if not got or not got[0]:
+                conn.close()
+                return False
+            self._leases[(user_id, name)] = (holder, conn)
+            return True
+
+    def release_lease(self, user_id: str, name: str, holder: str) -> None:
+        with self._lock:
+            held = self._leases.get((user_id, name))
+            if held is None or held[0] != holder:
+                return
+            del self._leases[(user_id, name)]
+            held[1].close()  # the session ends: its advisory lock goes with it
+
     def stats(self, user_id: str) -> dict[str, Any]:
         with self._cur() as cur:
             cur.execute("SELECT memory_type, count(*) FROM user_memories WHERE user_id = %s AND is_active "
@@ -451,4 +478,7 @@ class PostgresIndex:
 
     def close(self) -> None:
         with self._lock:
+            for _, conn in self._leases.values():
+                conn.close()
+            self._leases.clear()
             self._conn.close()

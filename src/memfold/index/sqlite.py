@@ -21,6 +21,7 @@ from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceEr
 from ..models import HistoryEntry, MemoryRecord
 from ..text import forgetting
 from ..workspace.files import FileLock
+from . import leases
 from .base import IndexItem
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_rows import SqliteRowReads
@@ -354,6 +355,14 @@ class SqliteIndex(SqliteRowReads):
     def delete_state(self, user_id: str, kind: str, key: str) -> None:
         with self._lock, self._tx():
             self._db.execute("DELETE FROM state WHERE user_id = ? AND kind = ? AND key = ?", (user_id, kind, key))
+
+    def try_lease(self, user_id: str, name: str, holder: str, ttl: float) -> bool:
+        with self._lock, self._tx():
+            return leases.sqlite_try_lease(self._db, user_id, name, holder, ttl)
+
+    def release_lease(self, user_id: str, name: str, holder: str) -> None:
+        with self._lock, self._tx():
+            leases.sqlite_release_lease(self._db, user_id, name, holder)
 
     def stats(self, user_id: str) -> dict[str, Any]:
         with self._lock:

@@ -16,6 +16,7 @@ from ..text import memory_markdown as md
 from ..text.forgetting import QUOTE_MIN
 from .files import FileLock, atomic_write
 
+ARCHIVE_FILE = "archive.md"  # finished todos the tidy job took out of MEMORY.md, for people to read (not indexed)
 _USER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
 _DAILY = re.compile(r"^memory/(\d{6})/(\d{8})\.md$")
 
@@ -231,6 +232,14 @@ class UserSpace:
                     st = p.stat()
                     atomic_write(p, new)
                     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # its age and place in the order stay
+                    rewritten += 1
+            arch = self.dir / ARCHIVE_FILE  # the archive's lines of them go too
+            if arch.exists():
+                text = arch.read_text(encoding="utf-8")
+                lines = [ln for ln in text.split("\n")
+                         if not any(f"mf:{i} " in ln for i in ids) and not any(t in ln for t in texts)]
+                if "\n".join(lines) != text:
+                    atomic_write(arch, "\n".join(lines))
                     rewritten += 1
         return rewritten, dropped
 

@@ -1,0 +1,134 @@
+"""What every maintenance job shares: the ``Job`` protocol, the context a job runs in and the
+results it reports (what was done, or in a dry run what would be done: which memories, how
+many characters).
+
+A job is a plain object with a ``name`` and ``run(ctx) -> JobResult``. It reads through the
+index and the files, asks the LLM (if any) outside the user lock, and writes through
+``UserStore`` (``apply.py``), so backups, the hand-edit merge and history come with every
+change. A job that fails (the LLM answered garbage, timed out, the file changed meanwhile)
+changes nothing and reports why; the runner records only successful runs, so it is tried again
+at the next run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..engine.llm_calls import LLMCalls
+from ..engine.store import UserStore
+from ..models import FILE_MEMORY
+from ..policy import Policy
+from ..providers.chat import ChatModel
+from ..workspace.editsafe import split_marker
+
+# statuses of a JobResult
+DONE, PLANNED, NOT_DUE, NOTHING, FAILED, BUSY = "done", "planned", "not_due", "nothing", "failed", "busy"
+STATE_KIND = "maintenance"  # the index state document of a job's last run: kind, key = job name
+
+
+@dataclass
+class JobResult:
+    job: str
+    user_id: str
+    status: str  # done | planned (dry run) | not_due | nothing (due, nothing to change) | failed | busy
+    reason: str = ""
+    archived: list[str] = field(default_factory=list)  # ids taken out of the files (kept in the index)
+    created: list[str] = field(default_factory=list)  # ids written (or, dry run: nothing)
+    chars_before: int = 0  # characters of what the job touches (MEMORY.md, or the memories it merges)
+    chars_after: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status != FAILED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.job, "user_id": self.user_id, "status": self.status, "reason": self.reason,
+                "archived": list(self.archived), "created": list(self.created), "chars_before": self.chars_before,
+                "chars_after": self.chars_after, "details": self.details}
+
+    def summary(self) -> str:
+        """One line for the CLI."""
+        line = f"{self.user_id}: {self.job}: {self.status}"
+        chars = ""
+        if self.chars_before and (self.chars_after or self.status == DONE):
+            chars = f"{self.chars_before} -> {self.chars_after} characters"
+        elif self.chars_before:
+            chars = f"{self.chars_before} characters"
+        if self.status == PLANNED and (self.archived or self.created):
+            noun = "memory" if len(self.archived) == 1 else "memories"
+            line += f" (would archive {len(self.archived)} {noun}" + (f", {chars}" if chars else "") + ")"
+        elif self.archived or self.created:
+            line += f" ({len(self.archived)} archived, {len(self.created)} written" + (f", {chars}" if chars else "") + ")"
+        elif chars and self.status in (DONE, PLANNED):
+            line += f" ({chars})"
+        return line + (f": {self.reason}" if self.reason else "")
+
+
+@dataclass
+class MaintenanceRun:
+    started_at: datetime
+    dry_run: bool
+    results: list[JobResult] = field(default_factory=list)
+    finished_at: datetime | None = None
+
+    @property
+    def failed(self) -> list[JobResult]:
+        return [r for r in self.results if r.status == FAILED]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"started_at": self.started_at.isoformat(),
+                "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+                "dry_run": self.dry_run, "results": [r.to_dict() for r in self.results]}
+
+
+@dataclass
+class JobContext:
+    """What a job may use: one namespace's store and policy, the LLM (None: deterministic paths)."""
+
+    user_id: str
+    store: UserStore
+    policy: Policy
+    chat: ChatModel | None
+    max_calls: int
+    now: datetime
+    dry_run: bool = False
+    force: bool = False
+    shared: dict[str, Any] = field(default_factory=dict)  # one run's plans, reused by later jobs of a dry run
+
+    @property
+    def language(self) -> str:
+        return self.store.space.language
+
+    def calls(self) -> LLMCalls | None:
+        """A call budget for one job, or None without an LLM."""
+        return LLMCalls(self.chat, self.max_calls) if self.chat is not None else None
+
+    def memory_text(self) -> str:
+        """MEMORY.md without memfold's revision marker ('' when there is none)."""
+        p = self.store.space.dir / FILE_MEMORY
+        return split_marker(p.read_text(encoding="utf-8"))[0] if p.exists() else ""
+
+    def last_run(self, job: str) -> datetime | None:
+        doc = self.store.index.get_state(self.user_id, STATE_KIND, job) or {}
+        at = doc.get("last_success")
+        try:
+            return datetime.fromisoformat(at) if isinstance(at, str) else None
+        except ValueError:
+            return None
+
+    def result(self, job: str, status: str, reason: str = "", **kw: Any) -> JobResult:
+        return JobResult(job=job, user_id=self.user_id, status=status, reason=reason, **kw)
+
+
+class Job(Protocol):
+    name: str
+
+    def run(self, ctx: JobContext) -> JobResult:
+        """Do what is due (``ctx.dry_run``: only report what would be done; no LLM call, no write)."""
+        ...
+
+
+class JobFailed(Exception):
+    """A job could not do its work; nothing was changed. The message says why."""

@@ -1,0 +1,234 @@
+"""Old-memory compression (seed 003 ``compress_old_memories``): memories of MEMORY.md and
+learnings.md not accessed for ``old_memory_days`` days and accessed fewer than
+``old_memory_access_below`` times are grouped by type and by topic (greedy clustering of their
+stored vectors); each group of at least 3 becomes 1–3 memories — the LLM with the seed's prompt,
+or without one an extractive merge of their words. The originals are archived, never deleted:
+inactive rows with ``superseded_by`` and a ``summarizes`` relation from what replaced them,
+searchable again with ``include_archived``. Frequently or recently used memories stay as they are;
+todos are left to the tidy job. A group whose LLM answer is unusable keeps its memories (the
+next run tries again); the other groups are still compressed."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+from .. import prompts
+from ..engine import records as rec
+from ..engine.llm_calls import CallCapReached, LLMCalls, parse_json_answer, record_usage
+from ..engine.store import file_for
+from ..errors import ProviderError
+from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
+from ..text.memory_markdown import clean_content
+from ..text.secrets import a_kind, find_secret
+from .apply import Archive, Changes, apply_changes
+from .base import DONE, FAILED, NOT_DUE, NOTHING, PLANNED, JobContext, JobResult
+
+log = logging.getLogger("memfold")
+MIN_GROUP = 3  # seed 003: fewer are not compressed
+MAX_GROUP = 20  # memories sent in one prompt (a larger topic is compressed in parts)
+MAX_GROUPS = 200  # groups one run compresses (the rest wait for the next run)
+TOPIC_SIMILARITY = 0.5  # cosine to a group's centroid that puts a memory in the group
+MAX_CHARS = 1000  # a compressed memory's length (LLM answers are refused beyond it; extractive parts stop at it)
+RELATION = "summarizes"
+SCHEMA: dict[str, Any] = {"title": "compressed_memories", "type": "array", "items": {
+    "type": "object", "required": ["content"],
+    "properties": {"content": {"type": "string"}, "importance_score": {"type": "number"},
+                   "source_memory_ids": {"type": "array", "items": {"type": "string"}}}}}
+
+
+@dataclass
+class Group:
+    memory_type: MemoryType
+    members: list[MemoryRecord]
+
+    @property
+    def chars(self) -> int:
+        return sum(len(r.content) for r in self.members)
+
+
+def candidates(ctx: JobContext) -> list[MemoryRecord]:
+    cutoff = ctx.now - timedelta(days=ctx.policy.old_memory_days)
+    return [r for r in ctx.store.index.list_records(ctx.user_id)
+            if r.file in (FILE_MEMORY, FILE_LEARNINGS) and r.memory_type is not MemoryType.TODO
+            and r.access_count < ctx.policy.old_memory_access_below and (r.last_accessed_at or r.created_at) < cutoff]
+
+
+def groups(ctx: JobContext, records: list[MemoryRecord]) -> list[Group]:
+    """By type, then by topic: each memory joins the group whose centroid is nearest (cosine ≥
+    ``TOPIC_SIMILARITY``), else starts one. Groups of ``MIN_GROUP`` or more, cut at ``MAX_GROUP``."""
+    want = {r.id for r in records}
+    vectors = {it.record.id: it.vector for it in ctx.store.index.iter_rows(ctx.user_id)
+               if it.record.id in want and it.vector is not None}
+    out: list[Group] = []
+    by_type: dict[MemoryType, list[MemoryRecord]] = {}
+    for r in sorted(records, key=lambda r: (r.created_at, r.id)):
+        by_type.setdefault(r.memory_type, []).append(r)
+    for mtype, rows in by_type.items():
+        have = [(r, vectors[r.id].astype(np.float32)) for r in rows if r.id in vectors]
+        if not have:
+            continue
+        dim = have[0][1].shape[0]
+        sums = np.zeros((len(have), dim), dtype=np.float32)  # running sums of the groups' vectors
+        cents = np.zeros((len(have), dim), dtype=np.float32)  # their directions (unit length)
+        members: list[list[MemoryRecord]] = []
+        for r, v in have:
+            g = len(members)
+            best = -1
+            if g:
+                sims = cents[:g] @ v
+                j = int(np.argmax(sims))
+                best = j if sims[j] >= TOPIC_SIMILARITY else -1
+            if best < 0:
+                best = g
+                members.append([])
+            members[best].append(r)
+            sums[best] += v
+            cents[best] = sums[best] / max(float(np.linalg.norm(sums[best])), 1e-9)
+        for ms in members:
+            for start in range(0, len(ms), MAX_GROUP):
+                part = ms[start: start + MAX_GROUP]
+                if len(part) >= MIN_GROUP:
+                    out.append(Group(mtype, part))
+    return out[:MAX_GROUPS]
+
+
+def _new(ctx: JobContext, g: Group, content: str, importance: float, sources: list[MemoryRecord]) -> MemoryRecord:
+    r = MemoryRecord(id=rec.new_id(), user_id=ctx.user_id, memory_type=g.memory_type, content=content,
+                     created_at=ctx.now, updated_at=ctx.now, importance=min(1.0, max(0.0, importance)),
+                     source_ids=tuple(s.id for s in sources))
+    return r.with_(file=file_for(r))
+
+
+def extractive(ctx: JobContext, g: Group) -> list[tuple[MemoryRecord, list[MemoryRecord]]]:
+    """Without an LLM: the group's distinct words joined into at most 3 memories of ``MAX_CHARS``;
+    members that do not fit stay as they are."""
+    sep = "；" if ctx.language == "zh" else "; "
+    parts: list[list[MemoryRecord]] = [[]]
+    size = 0
+    seen: set[str] = set()
+    for r in g.members:
+        text = " ".join(r.content.split())
+        add = len(text) + (len(sep) if parts[-1] else 0)
+        if parts[-1] and size + add > MAX_CHARS:
+            if len(parts) == 3:
+                break
+            parts.append([])
+            size, add = 0, len(text)
+        parts[-1].append(r)
+        size += 0 if text.casefold() in seen else add
+        seen.add(text.casefold())
+    out = []
+    for p in parts:
+        if not p:
+            continue
+        words: list[str] = []
+        for r in p:
+            t = " ".join(r.content.split())
+            if t.casefold() not in (w.casefold() for w in words):
+                words.append(t)
+        out.append((_new(ctx, g, sep.join(words), max(r.importance for r in p), p), p))
+    return out
+
+
+def ask_llm(ctx: JobContext, calls: LLMCalls, g: Group) -> list[tuple[MemoryRecord, list[MemoryRecord]]]:
+    """The LLM's 1–3 memories for a group; ValueError or ProviderError when the answer is unusable."""
+    lang = ctx.language if ctx.language in prompts.LANGUAGES else "en"
+    listing = "\n".join(f"{i + 1}. [{r.id}] {' '.join(r.content.split())}" for i, r in enumerate(g.members))
+    messages = [{"role": "system", "content": prompts.render("system", lang)},
+                {"role": "user", "content": prompts.render("compress_old_memories", lang, count=len(g.members),
+                                                           type=g.memory_type.value, memories=listing)}]
+    answer = parse_json_answer(calls.complete(messages, purpose="compress_old_memories", json_schema=SCHEMA).text)
+    if isinstance(answer, dict):
+        answer = next((v for v in answer.values() if isinstance(v, list)), [answer])
+    if not isinstance(answer, list) or not 1 <= len(answer) <= 3:
+        raise ValueError("expected a JSON array of 1 to 3 memories")
+    by_id = {r.id: r for r in g.members}
+    out = []
+    for item in answer:
+        text = item.get("content") if isinstance(item, dict) else None
+        content = clean_content(text) if isinstance(text, str) else ""
+        if not content:
+            raise ValueError("a compressed memory has no content")
+        if len(content) > MAX_CHARS:
+            raise ValueError(f"a compressed memory has {len(content)} characters, more than {MAX_CHARS}")
+        kind = find_secret(content)
+        if kind:
+            raise ValueError(f"a compressed memory contains {a_kind(kind)}")
+        imp = item.get("importance_score")
+        imp = float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) and 0 <= imp <= 1 \
+            else max(r.importance for r in g.members)
+        ids = item.get("source_memory_ids")
+        src = [by_id[i] for i in ids if isinstance(i, str) and i in by_id] if isinstance(ids, list) else []
+        out.append((_new(ctx, g, content, imp, src or g.members), src))
+    return out
+
+
+class OldMemoryCompression:
+    name = "compress_old_memories"
+
+    def run(self, ctx: JobContext) -> JobResult:
+        if ctx.policy.old_memory_days <= 0:
+            return ctx.result(self.name, NOT_DUE, "off (old_memory_days is 0)")
+        gs = groups(ctx, candidates(ctx))
+        if not gs:
+            return ctx.result(self.name, NOTHING, f"no group of {MIN_GROUP} or more memories unused for "
+                                                  f"{ctx.policy.old_memory_days} days")
+        listing = [{"type": g.memory_type.value, "ids": [r.id for r in g.members], "chars": g.chars} for g in gs]
+        if ctx.dry_run:
+            return ctx.result(self.name, PLANNED, f"would compress {len(gs)} group(s) of old memories "
+                              f"({'LLM' if ctx.chat is not None else 'extractive merge'})",
+                              archived=[r.id for g in gs for r in g.members], chars_before=sum(g.chars for g in gs),
+                              details={"groups": listing})
+        changes, failures = self._compress(ctx, gs)
+        if not changes:
+            return ctx.result(self.name, FAILED, "; ".join(failures[:3]) + "; nothing was changed", details={"groups": listing})
+        apply_changes(ctx.store, changes, self.name)
+        archived = [a.record.id for a in changes.archive]
+        reason = f"{len(archived)} memories in {len(gs) - len(failures)} group(s) compressed into {len(changes.add)}"
+        if failures:
+            reason += f"; {len(failures)} group(s) kept for the next run: " + "; ".join(failures[:3])
+        return ctx.result(self.name, DONE, reason, archived=archived, created=[r.id for r in changes.add],
+                          chars_before=sum(len(a.record.content) for a in changes.archive),
+                          chars_after=sum(len(r.content) for r in changes.add), details={"failed_groups": len(failures)})
+
+    def _compress(self, ctx: JobContext, gs: list[Group]) -> tuple[Changes, list[str]]:
+        changes, failures = Changes(), []
+        calls = ctx.calls()
+        try:
+            for g in gs:
+                if calls is None:
+                    made = extractive(ctx, g)
+                else:
+                    try:
+                        made = ask_llm(ctx, calls, g)
+                    except CallCapReached:
+                        failures.append("the LLM call cap of this run is reached")
+                        continue
+                    except (ProviderError, ValueError) as exc:
+                        if isinstance(exc, ValueError):
+                            calls.failed()
+                        failures.append(f"the LLM answer for a group of {len(g.members)} {g.memory_type.value} "
+                                        f"memories was unusable ({exc})")
+                        log.warning("compress_old_memories of %s: %s", ctx.user_id, failures[-1])
+                        continue
+                placed: set[str] = set()
+                for new, sources in made:
+                    changes.add.append(new)
+                    for r in sources:
+                        if r.id not in placed:
+                            placed.add(r.id)
+                            changes.archive.append(Archive(r, superseded_by=new.id, relation=RELATION,
+                                                           reason="old memory compressed"))
+                for r in g.members:  # members the LLM named nowhere are replaced by its first memory
+                    if r.id not in placed and calls is not None:
+                        changes.archive.append(Archive(r, superseded_by=made[0][0].id, relation=RELATION,
+                                                       reason="old memory compressed"))
+        finally:
+            if calls is not None:
+                record_usage(ctx.store.index, ctx.user_id, "maintain", calls, lock=ctx.store.space.lock)
+        return changes, failures

@@ -1,0 +1,122 @@
+"""Running what is due: ``run_due(memory, user_id=None, *, dry_run, jobs, force)``.
+
+For each namespace (one, or every one the workspace and the index know) the runner takes the
+namespace's ``maintenance`` lease in the index (one run per namespace at a time, across
+processes and machines), runs the jobs in order — tidy, old-memory compression, long-term
+compression — and records each job's outcome in the index's state store (kind ``maintenance``,
+key = the job's name). Only a successful run counts as the last run, so a failed job is tried
+again next time. A job's failure never stops the others. ``register(job)`` adds a job (policy
+evolution, for instance) that every later run includes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MemfoldError
+from ..index.leases import new_holder
+from ..models import utcnow
+from .base import BUSY, DONE, FAILED, NOTHING, STATE_KIND, Job, JobContext, JobFailed, JobResult, MaintenanceRun
+from .longterm import LongTermCompression
+from .old_memories import OldMemoryCompression
+from .tidy import Tidy
+
+if TYPE_CHECKING:
+    from ..engine.memory import Memory
+
+log = logging.getLogger("memfold")
+LEASE = "maintenance"
+LEASE_TTL = 1800.0  # seconds; a holder on another machine that died frees the lease after this
+
+_JOBS: list[Job] = [Tidy(), OldMemoryCompression(), LongTermCompression()]
+
+
+def register(job: Job) -> None:
+    """Add a job to every later run (a job of the same name is replaced)."""
+    _JOBS[:] = [j for j in _JOBS if j.name != job.name] + [job]
+
+
+def jobs() -> list[Job]:
+    return list(_JOBS)
+
+
+def job_names() -> list[str]:
+    return [j.name for j in _JOBS]
+
+
+def run_due(memory: "Memory", user_id: str | None = None, *, dry_run: bool = False, jobs: Sequence[str] | None = None,
+            force: bool = False, progress: Callable[[JobResult], None] | None = None) -> MaintenanceRun:
+    """Run the due jobs (``jobs``: their names, default all) of one namespace or of every one."""
+    selected = _select(jobs)
+    run = MaintenanceRun(started_at=utcnow(), dry_run=dry_run)
+    users = [user_id] if user_id is not None else memory.users()
+    for user in users:
+        for res in _run_user(memory, user, selected, dry_run=dry_run, force=force, progress=progress):
+            run.results.append(res)
+    run.finished_at = utcnow()
+    return run
+
+
+def _select(names: Sequence[str] | None) -> list[Job]:
+    if names is None:
+        return list(_JOBS)
+    known = {j.name: j for j in _JOBS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError(f"unknown maintenance job {unknown[0]!r}; known jobs: {', '.join(known)}")
+    return [known[n] for n in names]
+
+
+def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool, force: bool,
+              progress: Callable[[JobResult], None] | None) -> list[JobResult]:
+    store = memory._store(user)
+    index = store.index
+    holder = new_holder()
+    try:
+        free = dry_run or index.try_lease(user, LEASE, holder, LEASE_TTL)
+    except MemfoldError as exc:  # a read-only workspace, an unreachable database
+        free, busy = False, JobResult(job="*", user_id=user, status=FAILED, reason=f"{type(exc).__name__}: {exc}")
+    else:
+        busy = JobResult(job="*", user_id=user, status=BUSY,
+                         reason="another maintenance run holds this namespace; try again later")
+    if not free:
+        if progress:
+            progress(busy)
+        return [busy]
+    out = []
+    shared: dict[str, Any] = {}
+    try:
+        store.sync()
+        for job in selected:
+            ctx = JobContext(user_id=user, store=store, policy=memory.policy(user), chat=memory.chat_model,
+                             max_calls=memory.writer.llm.max_calls, now=utcnow(), dry_run=dry_run, force=force,
+                             shared=shared)
+            res = _one(job, ctx)
+            out.append(res)
+            if progress:
+                progress(res)
+    finally:
+        if not dry_run:
+            index.release_lease(user, LEASE, holder)
+    return out
+
+
+def _one(job: Job, ctx: JobContext) -> JobResult:
+    try:
+        res = job.run(ctx)
+    except JobFailed as exc:
+        res = ctx.result(job.name, FAILED, str(exc))
+    except MemfoldError as exc:  # a file or index problem: reported, the other jobs still run
+        res = ctx.result(job.name, FAILED, f"{type(exc).__name__}: {exc}")
+    if res.status == FAILED:
+        log.warning("maintenance job %s of %s failed: %s", job.name, ctx.user_id, res.reason)
+    if not ctx.dry_run:
+        doc = ctx.store.index.get_state(ctx.user_id, STATE_KIND, job.name) or {}
+        doc.update(last_attempt=ctx.now.isoformat(), last_status=res.status, last_reason=res.reason)
+        if res.status in (DONE, NOTHING):
+            doc["last_success"] = ctx.now.isoformat()
+        ctx.store.index.put_state(ctx.user_id, STATE_KIND, job.name, doc)
+    return res

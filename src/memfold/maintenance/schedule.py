@@ -1,0 +1,114 @@
+"""Maintenance in the background. ``Scheduler`` (``memfold serve``): a daemon thread that runs
+``run_due`` for every namespace every ``interval`` seconds; the jobs decide themselves what is due
+(the 24-hour rule, thresholds), and the lease keeps a run from overlapping one of another process.
+``AutoCompression``: the long-term compression started by the add that crossed the threshold."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..models import FILE_MEMORY, utcnow
+from .base import STATE_KIND, MaintenanceRun
+from .longterm import INTERVAL, LongTermCompression
+from .runner import run_due
+
+if TYPE_CHECKING:
+    from ..engine.memory import Memory
+
+log = logging.getLogger("memfold")
+
+
+class Scheduler:
+    def __init__(self, memory: "Memory", interval: float = 3600.0,
+                 on_run: Callable[[MaintenanceRun], None] | None = None):
+        if interval <= 0:
+            raise ValueError(f"the maintenance interval must be positive, got {interval}")
+        self.memory = memory
+        self.interval = interval
+        self.on_run = on_run
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "Scheduler":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="memfold-maintenance", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Stop after the run in progress (if any)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def run_once(self) -> MaintenanceRun:
+        run = run_due(self.memory)
+        for res in run.failed:
+            log.warning("maintenance: %s", res.summary())
+        if self.on_run is not None:
+            self.on_run(run)
+        return run
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 - a bad run must not end the background thread
+                log.exception("maintenance run failed")
+            self._stop.wait(self.interval)
+
+
+class AutoCompression:
+    """Seed 001 §1.6: an add that leaves MEMORY.md over ``long_term_compress_char_threshold`` starts
+    the long-term compression in a background thread (one per namespace at a time; the job's own
+    24-hour rule and the lease still apply). ``Memory.close`` waits for it."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+
+    def after_add(self, memory: "Memory", user_id: str) -> bool:
+        """Start the compression when it is due; True when a thread was started. Cheap otherwise: one
+        stat of MEMORY.md, one state read when the file is big enough."""
+        threshold = memory.policy(user_id).long_term_compress_char_threshold
+        if threshold <= 0:
+            return False
+        path = memory.workspace.user(user_id).dir / FILE_MEMORY
+        try:
+            if path.stat().st_size <= threshold:  # characters ≤ bytes: not over the threshold
+                return False
+        except FileNotFoundError:
+            return False
+        doc = memory.index.get_state(user_id, STATE_KIND, LongTermCompression.name) or {}
+        last = doc.get("last_success")
+        if isinstance(last, str) and utcnow() - datetime.fromisoformat(last) < INTERVAL:
+            return False
+        with self._lock:
+            running = self._threads.get(user_id)
+            if running is not None and running.is_alive():
+                return False
+            t = threading.Thread(target=self._run, args=(memory, user_id), name=f"memfold-compress-{user_id}",
+                                 daemon=True)
+            self._threads[user_id] = t
+            t.start()
+        return True
+
+    @staticmethod
+    def _run(memory: "Memory", user_id: str) -> None:
+        try:
+            for res in run_due(memory, user_id, jobs=[LongTermCompression.name]).results:
+                log.info("background compression: %s", res.summary())
+        except Exception:  # noqa: BLE001 - a background failure is logged; the next add tries again
+            log.exception("background compression of %s failed", user_id)
+
+    def join(self, timeout: float | None = None) -> None:
+        with self._lock:
+            threads = list(self._threads.values())
+            self._threads.clear()
+        for t in threads:
+            t.join(timeout)
