@@ -56,6 +56,7 @@ class ServerSettings:
     port: int = 8765
     workers: int = 1  # worker processes (each loads its own embedder; they share the index, keys and sessions)
     max_body_bytes: int = 2_000_000  # a request body above this is refused with 413
+    maintenance_interval_minutes: float = 60.0  # background maintenance (memfold maintain's jobs) every N minutes; 0 = never
 
 
 @dataclass(frozen=True)

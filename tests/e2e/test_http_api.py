@@ -4,6 +4,7 @@ every error code, isolation between keys and users, revocation (also from anothe
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -14,6 +15,7 @@ from memfold.server.app import create_app
 from memfold.server.keys import KeyStore
 
 from ..conftest import run_cli
+from ..support.hash_embedder import HashEmbedder
 from ..support.live_server import LiveServer
 
 
@@ -284,3 +286,20 @@ def test_plugins_add_routes_and_background_tasks(mem: Memory, monkeypatch: pytes
         assert httpx.get(s.url + "/metrics").json() == {"users": 0}
         assert events == ["started"]
     assert events == ["started", "stopped"]
+
+
+def test_the_server_runs_maintenance_in_the_background(root: Path):
+    """`memfold serve`'s built-in startup task: the due jobs run without anyone calling maintain,
+    and stop with the server."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.toml").write_text("[server]\nmaintenance_interval_minutes = 0.005\n", encoding="utf-8")
+    with Memory(root=root, embedder=HashEmbedder()) as m:
+        done = m.add("[x] Buy a birthday present for Anna", "alice", memory_type="todo").added[0]
+        with LiveServer(create_app(m)) as s:
+            c = client(s, KeyStore(m.index).create(["alice"], "read")[0])
+            deadline = time.monotonic() + 60
+            while m.get(done.id, "alice").is_active and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not m.get(done.id, "alice").is_active, "the finished todo was not archived in the background"
+            assert "birthday present" not in c.get("/v1/memory-md").json()["text"]
+        assert m.settings.server.maintenance_interval_minutes == 0.005

@@ -24,12 +24,13 @@ log = logging.getLogger("memfold")
 
 class Scheduler:
     def __init__(self, memory: "Memory", interval: float = 3600.0,
-                 on_run: Callable[[MaintenanceRun], None] | None = None):
+                 on_run: Callable[[MaintenanceRun], None] | None = None, first_after: float = 0.0):
         if interval <= 0:
             raise ValueError(f"the maintenance interval must be positive, got {interval}")
         self.memory = memory
         self.interval = interval
         self.on_run = on_run
+        self.first_after = first_after  # seconds before the first run (a server starts serving first)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -55,6 +56,8 @@ class Scheduler:
         return run
 
     def _loop(self) -> None:
+        if self.first_after > 0:
+            self._stop.wait(self.first_after)
         while not self._stop.is_set():
             try:
                 self.run_once()

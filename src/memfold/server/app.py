@@ -21,12 +21,14 @@ from ..engine.memory import Memory
 from ..errors import ConfigError
 from . import errors, plugins
 from .auth import KeyCheck
+from .background import maintenance_task
 from .errors import error_body
 from .keys import KeyStore
 from .routes import memories, sessions, system, tools
 
 log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
+plugins.on_startup(maintenance_task)  # built in: background maintenance
 ENV_NO_AUTH = "MEMFOLD_SERVE_NO_AUTH"  # set by `memfold serve --no-auth` for its workers
 
 

@@ -1,0 +1,30 @@
+"""The server's built-in background task: maintenance (issue 14 item 7). Every worker runs the
+``Scheduler`` every ``[server] maintenance_interval_minutes`` (0 = never); the per-namespace lease in
+the index keeps two workers (or machines) from running the same namespace's jobs at once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..maintenance.schedule import Scheduler
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ..engine.memory import Memory
+
+log = logging.getLogger("memfold.server")
+
+
+def maintenance_task(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
+    """Start the background maintenance (unless the interval is 0); return its stop function."""
+    minutes = memory.settings.server.maintenance_interval_minutes
+    if minutes <= 0:
+        return lambda: None
+    scheduler = Scheduler(memory, interval=minutes * 60.0, first_after=minutes * 60.0)
+    app.state.maintenance = scheduler
+    scheduler.start()
+    log.info("background maintenance every %g minutes", minutes)
+    return scheduler.stop
