@@ -1,6 +1,7 @@
 """Every policy key in the README does what the README says (issue 14 item 8): one test per key,
 named ``test_key_<key>``, through the public API with the fast hash embedder. Keys whose work
-is tested next to its feature are listed in ``TESTED_ELSEWHERE`` with that test; a key with neither fails ``test_every_policy_key_has_a_test``."""
+is tested next to its feature are listed in ``TESTED_ELSEWHERE`` with that test; a key with
+neither fails ``test_every_policy_key_has_a_test``."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from ..support.hash_embedder import HashEmbedder
 # key -> the helper branch that builds what it does (the merger adds test_key_<key> and removes it)
 # keys whose behaviour is tested next to the feature: key -> (module, test function)
 TESTED_ELSEWHERE = {
-    "long_term_compress_char_threshold": ("test_maintenance_compress", "test_threshold_zero_or_not_exceeded_means_no_compression"),
+    "long_term_compress_char_threshold": ("test_maintenance_compress",
+                                          "test_threshold_zero_or_not_exceeded_means_no_compression"),
     "old_memory_days": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "old_memory_access_below": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "memory_tidy_percent": ("test_maintenance_tidy", "test_tidy_instruction_appears_when_memory_approaches_the_limit"),
