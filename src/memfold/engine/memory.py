@@ -13,6 +13,7 @@ from ..config import Settings, load_settings
 from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
+from ..metrics import measured
 from ..models import EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval, SearchHit, utcnow
 from ..policy import Policy, load_overrides
 from ..providers.chat import ChatModel
@@ -117,6 +118,7 @@ class Memory:
         return split_marker(self._store(user_id).space.read(FILE_MEMORY))[0]
 
     # ---- write ---------------------------------------------------------------------------
+    @measured("add")
     def add(self, data: str | Sequence[Any], user_id: str = "default", *, memory_type: str | MemoryType | None = None,
             importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
             structured_data: dict[str, Any] | None = None, infer: bool = True,
@@ -189,6 +191,7 @@ class Memory:
         return self.editor.forget(query_or_id, user_id, dry_run=dry_run)
 
     # ---- read ----------------------------------------------------------------------------
+    @measured("search")
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
                include_episodic: bool = True) -> list[SearchHit]:
@@ -315,6 +318,7 @@ class Memory:
         """The agent's pin list: the last ``max_recent_memories`` memories it saved, oldest first."""
         return self.pins(agent_id, user_id).recent_memories
 
+    @measured("build_context")
     def build_context(self, user_message: str, user_id: str = "default", *, session_id: str | None = None,
                       agent_id: str | None = None, base_prompt: str | None = None,
                       memory_enabled: bool = True, language: str | None = None) -> list[dict[str, str]]:
@@ -335,6 +339,7 @@ class Memory:
                                  memory_enabled=memory_enabled)
 
     # ---- maintenance ---------------------------------------------------------------------
+    @measured("reindex", job=True)
     def reindex(self, user_id: str | None = None) -> dict[str, int]:
         """Rebuild the file-backed index rows from the files (all namespaces when ``user_id`` is None)."""
         return admin.reindex(self, user_id)
