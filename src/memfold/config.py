@@ -38,6 +38,17 @@ class IndexSettings:
 
 
 @dataclass(frozen=True)
+class CacheSettings:
+    backend: str = "memory"  # memory (in process) | redis | off
+    url: str = ""  # redis: redis://host:port/db
+    max_entries: int = 2000  # memory: entries kept (least recently used go first)
+    ttl: float = 3600.0  # seconds an entry lives at most (the hot set: 1 h)
+    hot_size: int = 20  # the hot set: most accessed memories per namespace
+    timeout: float = 0.05  # redis: seconds a call may take before Redis counts as unavailable
+    retry_after: float = 30.0  # redis: seconds the cache is skipped after a failure
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     provider: str = ""  # "" = no LLM; "openai" = any OpenAI-compatible endpoint
     base_url: str = ""
@@ -57,6 +68,7 @@ class Settings:
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
     index: IndexSettings = field(default_factory=IndexSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -69,7 +81,7 @@ class Settings:
         return pol
 
 
-SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings}
+SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "cache": CacheSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -185,6 +197,7 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
         embedder=_section(EmbedderSettings, merged["embedder"], sources["embedder"]),
         index=_section(IndexSettings, merged["index"], sources["index"]),
         llm=_implied_provider(llm, sources["llm"]),
+        cache=_section(CacheSettings, merged["cache"], sources["cache"]),
         memory=merged["memory"],
         memory_sources=sources["memory"],
     )

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..cache import cached
 from ..config import Settings, load_settings
 from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
@@ -48,7 +49,8 @@ class Memory:
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
         self.embedder = embedder or make_embedder(self.settings.embedder)
-        self.index = index or open_index(self.settings, self.embedder.dim, self.embedder.name)
+        self.index = cached(index or open_index(self.settings, self.embedder.dim, self.embedder.name),
+                            self.settings.cache)  # the hot cache in front of the index ([cache])
         self._policy_args = policy or {}
         self._base_policy = self.settings.base_policy()
         self._policies: dict[str, Policy] = {}
@@ -251,6 +253,13 @@ class Memory:
         if not entries:
             raise NotFoundError(f"no history for memory {memory_id!r} of user {user_id!r}")
         return entries
+
+    def hot_memories(self, user_id: str = "default") -> list[MemoryRecord]:
+        """The hot set: the namespace's most accessed memories (``[cache] hot_size``), served by the
+        cache until a write or ``[cache] ttl`` (their access counts are those of that moment)."""
+        user_id = guard.user(user_id)
+        hot = getattr(self.index, "hot", None)
+        return hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
         """The relations of a memory to others (``contradicts``, ``refines``, …)."""
