@@ -209,3 +209,36 @@ def test_cache_settings_are_checked(tmp_path, monkeypatch):
     monkeypatch.delenv("MEMFOLD_CACHE__BACKEND")
     with pytest.raises(ConfigError, match="max_entries"):
         _open(tmp_path / "c", None, {"max_entries": 0})
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+def test_a_repeated_query_skips_the_model_and_writes_still_embed(tmp_path):
+    counting = CountingEmbedder()
+    with Memory(settings=_settings(tmp_path / "ws", None, {"backend": "memory"}), embedder=counting) as mem:
+        mem.add("I like green tea", infer=False)
+        first = _answer(mem, "green tea")
+        n = len(counting.texts)
+        assert _answer(mem, "green tea") == first and len(counting.texts) == n  # the vector came from the cache
+        mem.add("Green tea is best at 80 degrees", infer=False)
+        assert counting.texts[-1] == "Green tea is best at 80 degrees"  # texts to store always go to the model
+        assert len(_answer(mem, "green tea")) == 2
+
+
+def test_reads_inside_a_write_transaction_are_not_cached(tmp_path):
+    with _open(tmp_path / "ws", None, {"backend": "memory"}) as mem:
+        mem.add("I like green tea", infer=False)
+        before = summary()["cache"]["lookups"]
+        with mem.index.transaction():
+            assert mem.index.change_counter() is None
+            assert mem.index.keyword_search("default", ["tea"], 5) == mem.index.inner.keyword_search("default", ["tea"], 5)
+        assert summary()["cache"]["lookups"] == before
+        assert mem.index.change_counter() is not None

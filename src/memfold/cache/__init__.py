@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from .backends import SKIP, CacheBackend, LocalCache, RedisCache
 from .index import CachedIndex
+from .queries import CachedQueryEmbedder
 
 if TYPE_CHECKING:
     from ..config import CacheSettings
 
-__all__ = ["SKIP", "CacheBackend", "CachedIndex", "LocalCache", "RedisCache", "cached", "make_backend"]
+__all__ = ["SKIP", "CacheBackend", "CachedIndex", "CachedQueryEmbedder", "LocalCache", "RedisCache", "cached",
+           "cached_queries", "make_backend"]
 
 
 def make_backend(settings: "CacheSettings") -> CacheBackend | None:
@@ -40,3 +42,10 @@ def cached(index: Any, settings: "CacheSettings") -> Any:
     if backend is None:
         return index
     return CachedIndex(index, backend, ttl=settings.ttl, hot_size=settings.hot_size)
+
+
+def cached_queries(embedder: Any, index: Any) -> Any:
+    """``embedder`` with its query vectors in the cache of ``index`` (a ``CachedIndex``); unchanged otherwise."""
+    if not isinstance(index, CachedIndex):
+        return embedder
+    return CachedQueryEmbedder(embedder, index.cache, ttl=index.ttl)

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..cache import cached
+from ..cache import cached, cached_queries
 from ..config import Settings, load_settings
 from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
@@ -51,6 +51,7 @@ class Memory:
         self.embedder = embedder or make_embedder(self.settings.embedder)
         self.index = cached(index or open_index(self.settings, self.embedder.dim, self.embedder.name),
                             self.settings.cache)  # the hot cache in front of the index ([cache])
+        self.embedder = cached_queries(self.embedder, self.index)  # query vectors from the same cache
         self._policy_args = policy or {}
         self._base_policy = self.settings.base_policy()
         self._policies: dict[str, Policy] = {}
