@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from memfold import Memory
 from memfold.config import load_settings
 from memfold.errors import InvalidInputError
-from memfold.metrics import exposition, summary
+from memfold.metrics import exposition, prepare_multiprocess, summary
 from memfold.metrics.exposition import percentile
 
 from ..conftest import run_cli
@@ -126,7 +126,16 @@ with Memory(root={root!r}, embedder=HashEmbedder()) as m:
 def test_several_worker_processes_add_up_and_stats_metrics_shows_them(tmp_path):
     folder = tmp_path / "prom"
     folder.mkdir()
+    (folder / "histogram_4242.db").write_bytes(b"left by an earlier run")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
+    saved = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    try:
+        assert prepare_multiprocess(folder) == str(folder) and os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(folder)
+    finally:
+        os.environ.pop("PROMETHEUS_MULTIPROC_DIR")
+        if saved is not None:
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = saved
+    assert list(folder.iterdir()) == []  # an earlier run's values are not added in
     env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
     root = tmp_path / "ws"
     procs = [subprocess.Popen([sys.executable, "-c", WORKER.format(repo=str(REPO), root=str(root), n=n)], env=env)

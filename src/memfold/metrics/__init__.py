@@ -5,7 +5,7 @@ text format for ``GET /metrics``; ``summary`` gives the percentiles ``memfold st
 With ``PROMETHEUS_MULTIPROC_DIR`` set (before memfold is imported), every process writes its values
 to that folder and the exposition adds them up: several server workers report as one."""
 
-from .exposition import exposition, summary
+from .exposition import exposition, prepare_multiprocess, summary
 from .registry import measured, record_cache, record_tokens, timed
 
-__all__ = ["exposition", "summary", "measured", "timed", "record_cache", "record_tokens"]
+__all__ = ["exposition", "prepare_multiprocess", "summary", "measured", "timed", "record_cache", "record_tokens"]

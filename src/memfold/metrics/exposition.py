@@ -26,6 +26,19 @@ def multiprocess_dir() -> str | None:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.environ.get("prometheus_multiproc_dir") or None
 
 
+def prepare_multiprocess(folder: str | os.PathLike[str]) -> str:
+    """For a server about to start several worker processes: empty ``folder`` (values of an earlier
+    run would be added in) and name it in ``PROMETHEUS_MULTIPROC_DIR``, which the workers inherit.
+    It must be set before a worker imports memfold (prometheus_client reads it at import)."""
+    path = os.fspath(folder)
+    os.makedirs(path, exist_ok=True)
+    for name in os.listdir(path):
+        if name.endswith(".db"):
+            os.remove(os.path.join(path, name))
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    return path
+
+
 class MemoryCollector:
     """Scrape-time gauges of a ``Memory``: active memories by type and average importance per namespace."""
 
