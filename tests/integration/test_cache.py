@@ -186,6 +186,8 @@ def test_hot_set_is_the_most_accessed_and_follows_writes(tmp_path, index_cfg):
         assert [r.access_count for r in hot] == [3, 2]
         before = _hits("hot")
         assert mem.hot_memories() == hot and _hits("hot") - before == 1
+        shown = summary(mem, "default")["hot"]
+        assert [(h["id"], h["access_count"]) for h in shown] == [(r.id, r.access_count) for r in hot]
         _other_process(root, index_cfg, {"backend": "memory"}, f"m.delete({ids[FACTS[2]]!r})")
         assert [r.id for r in mem.hot_memories()] == [ids[FACTS[1]], ids[FACTS[3]]]
     finally:

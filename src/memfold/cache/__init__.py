@@ -24,6 +24,8 @@ def make_backend(settings: "CacheSettings") -> CacheBackend | None:
         raise ConfigError(f"setting [cache] ttl must be more than 0 seconds, got {settings.ttl}")
     if settings.hot_size < 1:
         raise ConfigError(f"setting [cache] hot_size must be at least 1, got {settings.hot_size}")
+    if settings.retry_after < 0:
+        raise ConfigError(f"setting [cache] retry_after must be 0 seconds or more, got {settings.retry_after}")
     if backend == "off":
         return None
     if backend == "memory":

@@ -30,4 +30,10 @@ def metrics_lines(m: dict[str, Any]) -> list[str]:
     for user, s in (m.get("memories") or {}).items():
         by_type = ", ".join(f"{k} {v}" for k, v in sorted(s["by_type"].items())) or "none"
         lines.append(f"memories of {user}: {by_type}; average importance {_v(s['avg_importance'])}")
+    hot = m.get("hot")
+    if hot is not None:
+        lines.append(f"hot set: {len(hot)} most accessed memories" + (":" if hot else ""))
+        for h in hot:
+            text = h["content"] if len(h["content"]) <= 70 else h["content"][:69] + "…"
+            lines.append(f"  {h['access_count']:>6}  {h['id']}  {text}")
     return lines

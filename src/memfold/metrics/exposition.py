@@ -157,7 +157,7 @@ def _counter(families: Iterable[Metric], name: str) -> list[tuple[dict[str, str]
 def summary(memory: Any = None, user_id: str | None = None) -> dict[str, Any]:
     """What ``memfold stats --metrics`` shows: per operation count, errors and p50/p95/p99 (ms, from
     the histogram buckets), maintenance jobs, LLM tokens, cache hit rate; with ``memory``, the
-    namespaces' memories by type and average importance (only ``user_id``'s when given)."""
+    namespaces' memories by type and average importance (only ``user_id``'s when given, with its hot set)."""
     families = list(_recorded())
     ops = _histograms(families, "memfold_operation_duration_seconds", "operation")
     jobs = _histograms(families, "memfold_maintenance_job_duration_seconds", "job")
@@ -183,4 +183,7 @@ def summary(memory: Any = None, user_id: str | None = None) -> dict[str, Any]:
         out["memories"] = {u: {"by_type": s.get("by_type") or {}, "active": s.get("active"),
                                "archived": s.get("archived"), "avg_importance": s.get("avg_importance")}
                            for u, s in namespace_stats(memory, user_id)}
+        hot = getattr(memory, "hot_memories", None)
+        if user_id and callable(hot):  # the namespace's hot set (cache/): most accessed first
+            out["hot"] = [{"id": r.id, "access_count": r.access_count, "content": r.content} for r in hot(user_id)]
     return out
