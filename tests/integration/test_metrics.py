@@ -58,11 +58,14 @@ def test_metrics_after_a_known_sequence_of_calls(root, embedder, llm_server):
         with pytest.raises(InvalidInputError):
             mem.search("   ")
         mem.build_context("what do I drink?")
+        mem.reindex()  # a maintenance job
         after = summary(mem)
         stats = mem.stats()
     assert _delta(before, after, "add") == 3
     assert _delta(before, after, "search") == 4 and _delta(before, after, "search", "errors") == 1
     assert _delta(before, after, "build_context") == 1
+    jobs_before = before["maintenance_jobs"].get("reindex", {"count": 0})["count"]
+    assert after["maintenance_jobs"]["reindex"]["count"] - jobs_before == 1
     assert _delta(before, after, "embed") == counting.calls > 0
     n_llm = len(llm_server.chat_requests())
     assert n_llm == 1 and _delta(before, after, "llm") == n_llm
