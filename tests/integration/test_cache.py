@@ -37,9 +37,9 @@ def _open(root: Path, index: dict | None, cache: dict) -> Memory:
     return Memory(settings=_settings(root, index, cache), embedder=HashEmbedder())
 
 
-def _answer(mem: Memory, q: str) -> list[tuple]:
+def _answer(mem: Memory, q: str, user: str = "default") -> list[tuple]:
     return [(h.record.id, h.record.content, h.similarity, h.keyword_score, h.vector_score)
-            for h in mem.search(q, record_access=False)]
+            for h in mem.search(q, user, record_access=False)]
 
 
 def _other_process(root: Path, index: dict | None, cache: dict, script: str) -> None:
@@ -244,3 +244,20 @@ def test_reads_inside_a_write_transaction_are_not_cached(tmp_path):
             assert mem.index.keyword_search("default", ["tea"], 5) == mem.index.inner.keyword_search("default", ["tea"], 5)
         assert summary()["cache"]["lookups"] == before
         assert mem.index.change_counter() is not None
+
+
+def test_on_sqlite_a_write_to_another_namespace_keeps_the_cache(tmp_path):
+    root = tmp_path / "ws"
+    with _open(root, None, {"backend": "memory"}) as mem, _open(root, None, {"backend": "off"}) as plain:
+        for user in ("alice", "bob"):
+            for fact in FACTS[:3]:
+                mem.add(fact, user, infer=False)
+        first = _answer(mem, "green tea", "alice")
+        _other_process(root, None, {"backend": "memory"}, f"m.add({FACTS[4]!r}, 'bob', infer=False)")
+        before = _hits()
+        assert _answer(mem, "green tea", "alice") == first == _answer(plain, "green tea", "alice")
+        assert _hits() - before == 2  # bob's write left alice's entries valid
+        _other_process(root, None, {"backend": "memory"}, f"m.add({FACTS[4]!r}, 'alice', infer=False)")
+        before = _hits()
+        after = _answer(mem, "green tea", "alice")
+        assert _hits() == before and after == _answer(plain, "green tea", "alice") != first

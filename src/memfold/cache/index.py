@@ -1,9 +1,10 @@
 """``CachedIndex``: the read side of an index (``SearchIndex``, ``RecordStore``) answered from a
 cache when the index has not changed since, everything else passed through unchanged.
 
-Every key holds the index's identity and its change counter (``change_counter()``, bumped by every
-write of memory rows, in any process), so a write anywhere makes every earlier answer unreachable
-and a hit is exactly what the index answers now. Cached:
+Every key holds the index's identity and its change counter (``change_counter(user_id)``, grown by
+every write of memory rows, in any process: of that namespace on SQLite, of any namespace on
+PostgreSQL), so a write makes every earlier answer it could change unreachable and a hit is
+exactly what the index answers now. Cached:
 
 - **query results**: ``keyword_search`` (namespace, terms, limit) and ``vector_search`` (namespace,
   the vector's bytes, limit): ids and scores, which only change when rows change (access
@@ -61,14 +62,14 @@ class CachedIndex:
 
     # ---- SearchIndex -------------------------------------------------------------------------
     def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
-        counter = self._index.change_counter()
+        counter = self._index.change_counter(user_id)
         if counter is None:
             return self._index.keyword_search(user_id, terms, limit)
         key = self._key("kw", counter, user_id, tuple(terms), limit)
         return self._scored("query", key, lambda: self._index.keyword_search(user_id, terms, limit))
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        counter = self._index.change_counter()
+        counter = self._index.change_counter(user_id)
         if counter is None:
             return self._index.vector_search(user_id, vector, limit)
         v = np.ascontiguousarray(vector, dtype=np.float32)
@@ -92,7 +93,7 @@ class CachedIndex:
     # ---- the hot set ---------------------------------------------------------------------------
     def hot(self, user_id: str) -> list[MemoryRecord]:
         """The namespace's ``hot_size`` active memories with the most accesses, most accessed first."""
-        counter = self._index.change_counter()
+        counter = self._index.change_counter(user_id)
         if counter is None:
             return self._index.most_accessed(user_id, self.hot_size)
         key = self._key("hot", counter, user_id, self.hot_size)

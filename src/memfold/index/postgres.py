@@ -354,8 +354,9 @@ class PostgresIndex:
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
 
     # ---- for caches (cache/, index/pg_counter.py) ----------------------------------------------
-    def change_counter(self) -> int:
-        """Bumped (by trigger) with every committed write of memory rows, from any process."""
+    def change_counter(self, user_id: str | None = None) -> int:
+        """Bumped (by trigger) with every committed write of memory rows, from any process (one
+        counter for every namespace: ``user_id`` is accepted for the protocol)."""
         with self._cur() as cur:
             return pg_counter.read(cur)
 

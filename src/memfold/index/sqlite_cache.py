@@ -19,13 +19,19 @@ class SqliteCacheReads:
     _tx_depth: int
     path: Path
 
-    def change_counter(self) -> int | None:
-        """The ``seq`` every write of memory rows bumps (in any process); None inside this object's
-        own write transaction, whose reads may still be rolled back (a cache must not keep them)."""
+    def change_counter(self, user_id: str | None = None) -> int | None:
+        """Grows with every write of memory rows (in any process): of the namespace ``user_id`` (the
+        newest ``seq`` among its rows and tombstones; tombstones are kept), or of the whole index.
+        None inside this object's own write transaction, whose reads may still be rolled back (a
+        cache must not keep them)."""
         with self._lock:
             if self._tx_depth:
                 return None
-            return int(self._db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+            if user_id is None:
+                return int(self._db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+            return int(self._db.execute(  # one statement: one snapshot of both tables
+                "SELECT max(coalesce((SELECT max(seq) FROM memories WHERE user_id = ?1), 0), "
+                "coalesce((SELECT max(seq) FROM tombstones WHERE user_id = ?1), 0))", (user_id,)).fetchone()[0])
 
     def instance_id(self) -> str:
         """This index's identity (kept in the file): a cache shared by several indexes keys by it."""
