@@ -37,10 +37,14 @@ def make_backend(settings: "CacheSettings") -> CacheBackend | None:
 
 def cached(index: Any, settings: "CacheSettings") -> Any:
     """``index`` behind the configured cache; unchanged when the cache is off or the index keeps no
-    change counter (a backend of one's own)."""
+    change counter (a backend of one's own). Bad settings close ``index`` (it was opened for this)."""
     if not callable(getattr(index, "change_counter", None)):
         return index
-    backend = make_backend(settings)
+    try:
+        backend = make_backend(settings)
+    except BaseException:
+        index.close()
+        raise
     if backend is None:
         return index
     return CachedIndex(index, backend, ttl=settings.ttl, hot_size=settings.hot_size)

@@ -254,7 +254,8 @@ def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
         m = summary(runtime(ctx).memory(), user)
         if as_json:
             print_json(m)
-        for line in [] if as_json else metrics_view.metrics_lines(m):
+            return
+        for line in metrics_view.metrics_lines(m):
             out.print(line)
         return
     s = runtime(ctx).memory().stats(user)
