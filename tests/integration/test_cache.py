@@ -261,3 +261,21 @@ def test_on_sqlite_a_write_to_another_namespace_keeps_the_cache(tmp_path):
         before = _hits()
         after = _answer(mem, "green tea", "alice")
         assert _hits() == before and after == _answer(plain, "green tea", "alice") != first
+
+
+def test_a_value_this_version_cannot_read_is_a_miss(tmp_path, redis_server):
+    import redis
+
+    root = tmp_path / "ws"
+    with _open(root, None, {"backend": "redis", "url": redis_server.url}) as mem, \
+            _open(root, None, {"backend": "off"}) as plain:
+        for fact in FACTS:
+            mem.add(fact, infer=False)
+        _answer(mem, "green tea")
+        client = redis.Redis.from_url(redis_server.url)
+        keys = client.keys("memfold:v1:*")
+        assert keys
+        for k in keys:
+            client.set(k, b"\x00not json")  # garbage under every key (another program, another version)
+        assert _answer(mem, "green tea") == _answer(plain, "green tea")
+        client.close()

@@ -38,7 +38,7 @@ class CachedIndex:
         self.cache = cache
         self.ttl = ttl
         self.hot_size = hot_size
-        self._prefix = f"memfold:{index.instance_id()}"
+        self._prefix = f"memfold:v1:{index.instance_id()}"  # v1: the encoding of the values below
 
     @property
     def inner(self) -> Any:
@@ -85,7 +85,10 @@ class CachedIndex:
     def _scored(self, kind: str, key: str, compute: Any) -> list[tuple[str, float]]:
         got = self._lookup(kind, key)
         if got is not None:
-            return [(str(i), float(s)) for i, s in json.loads(got)]
+            try:
+                return [(str(i), float(s)) for i, s in json.loads(got)]
+            except (ValueError, TypeError):  # not what this version stores (a shared Redis): ask the index
+                pass
         result = compute()
         self.cache.set(key, json.dumps([[i, float(s)] for i, s in result]).encode("utf-8"), self.ttl)
         return result
@@ -99,7 +102,10 @@ class CachedIndex:
         key = self._key("hot", counter, user_id, self.hot_size)
         got = self._lookup("hot", key)
         if got is not None:
-            return [MemoryRecord.from_dict(d) for d in json.loads(got)]
+            try:
+                return [MemoryRecord.from_dict(d) for d in json.loads(got)]
+            except (ValueError, TypeError, KeyError, AttributeError):  # not what this version stores
+                pass
         rows = self._index.most_accessed(user_id, self.hot_size)
         self.cache.set(key, json.dumps([r.to_dict() for r in rows], ensure_ascii=False).encode("utf-8"), self.ttl)
         return rows

@@ -40,7 +40,7 @@ class CachedQueryEmbedder:
         if len(texts) != 1:
             return embed_query(self._embedder, texts)
         digest = hashlib.blake2b(texts[0].encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-        key = f"memfold:qv:{self.name}:{self.dim}:{digest}"
+        key = f"memfold:v1:qv:{self.name}:{self.dim}:{digest}"
         got = self.cache.get(key)
         if got is SKIP:
             record_cache("query_vector", "skip")
