@@ -6,15 +6,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .backends import SKIP, CacheBackend, LocalCache, RedisCache
+from .backends import SKIP, CacheBackend, LocalCache, RedisCache, TieredCache
 from .index import CachedIndex
 from .queries import CachedQueryEmbedder
 
 if TYPE_CHECKING:
     from ..config import CacheSettings
 
-__all__ = ["SKIP", "CacheBackend", "CachedIndex", "CachedQueryEmbedder", "LocalCache", "RedisCache", "cached",
-           "cached_queries", "make_backend"]
+__all__ = ["SKIP", "CacheBackend", "CachedIndex", "CachedQueryEmbedder", "LocalCache", "RedisCache", "TieredCache",
+           "cached", "cached_queries", "make_backend"]
 
 
 def make_backend(settings: "CacheSettings") -> CacheBackend | None:
@@ -31,7 +31,10 @@ def make_backend(settings: "CacheSettings") -> CacheBackend | None:
     if backend == "memory":
         return LocalCache(settings.max_entries)
     if backend == "redis":
-        return RedisCache(settings.url, timeout=settings.timeout, retry_after=settings.retry_after)
+        redis = RedisCache(settings.url, timeout=settings.timeout, retry_after=settings.retry_after)
+        tiered = TieredCache(LocalCache(settings.max_entries), redis)
+        tiered.remote_ttl = min(tiered.remote_ttl, settings.ttl)
+        return tiered
     raise ConfigError(f"setting [cache] backend must be 'memory', 'redis' or 'off', got {settings.backend!r}")
 
 

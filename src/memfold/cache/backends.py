@@ -1,5 +1,7 @@
 """Where cached answers are kept: ``LocalCache`` (in process, the default) and ``RedisCache``
-(shared by processes and machines). Both store bytes under string keys with a time to live.
+(shared by processes and machines), used behind a ``LocalCache`` (``TieredCache``: a process
+asks Redis only for what it has not seen itself). All store bytes under string keys with a time
+to live.
 
 A backend never decides what is true: a miss and an unavailable backend (``SKIP``) both send the
 caller to the index. Redis down or slow costs one warning per outage and nothing else: after a
@@ -158,6 +160,40 @@ class RedisCache:
 
     def close(self) -> None:
         self._client.close()
+
+
+class TieredCache:
+    """``local`` in front of ``remote``: reads try the process's own entries first, then the shared
+    ones (remembering what they found); writes go to both. ``SKIP`` only when the local entries miss
+    and the remote backend is unavailable."""
+
+    def __init__(self, local: LocalCache, remote: RedisCache):
+        self.local, self.remote = local, remote
+
+    @property
+    def warnings(self) -> int:
+        return self.remote.warnings
+
+    def get(self, key: str) -> bytes | None | _Skip:
+        got = self.local.get(key)
+        if got is not None:
+            return got
+        shared = self.remote.get(key)
+        if isinstance(shared, bytes):
+            self.local.set(key, shared, self.remote_ttl)
+        return shared
+
+    remote_ttl = 60.0  # seconds a value read from the shared backend is kept locally (its own TTL is unknown)
+
+    def set(self, key: str, value: bytes, ttl: float) -> None:
+        self.local.set(key, value, ttl)
+        self.remote.set(key, value, ttl)
+
+    def close(self) -> None:
+        try:
+            self.remote.close()
+        finally:
+            self.local.close()
 
 
 def _safe(url: str) -> str:
