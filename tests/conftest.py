@@ -14,6 +14,7 @@ from memfold.providers.embedder import UseEmbedder
 
 from .support.openai_server import ScriptedOpenAIServer
 from .support.postgres import pg_dsn, pg_server  # noqa: F401  (PostgreSQL fixtures for every suite)
+from .support.redis_server import redis_server  # noqa: F401  (a real redis-server on a loopback port)
 
 _EMBEDDER = UseEmbedder()  # one model per test process: loading it is the slow part
 

@@ -38,6 +38,17 @@ class IndexSettings:
 
 
 @dataclass(frozen=True)
+class CacheSettings:
+    backend: str = "memory"  # memory (in process) | redis | off
+    url: str = ""  # redis: redis://host:port/db
+    max_entries: int = 2000  # memory: entries kept (least recently used go first)
+    ttl: float = 3600.0  # seconds an entry lives at most (the hot set: 1 h)
+    hot_size: int = 20  # the hot set: most accessed memories per namespace
+    timeout: float = 0.05  # redis: seconds a call may take before Redis counts as unavailable
+    retry_after: float = 30.0  # redis: seconds the cache is skipped after a failure
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     provider: str = ""  # "" = no LLM; "openai" = any OpenAI-compatible endpoint
     base_url: str = ""
@@ -67,6 +78,7 @@ class Settings:
     index: IndexSettings = field(default_factory=IndexSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    cache: CacheSettings = field(default_factory=CacheSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -79,7 +91,8 @@ class Settings:
         return pol
 
 
-SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings}
+SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings,
+            "cache": CacheSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -196,6 +209,7 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
         index=_section(IndexSettings, merged["index"], sources["index"]),
         llm=_implied_provider(llm, sources["llm"]),
         server=_section(ServerSettings, merged["server"], sources["server"]),
+        cache=_section(CacheSettings, merged["cache"], sources["cache"]),
         memory=merged["memory"],
         memory_sources=sources["memory"],
     )

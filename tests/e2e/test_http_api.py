@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from memfold import Memory
 from memfold.server.app import create_app
@@ -302,4 +303,9 @@ def test_the_server_runs_maintenance_in_the_background(root: Path):
                 time.sleep(0.2)
             assert not m.get(done.id, "alice").is_active, "the finished todo was not archived in the background"
             assert "birthday present" not in c.get("/v1/memory-md").json()["text"]
+            # GET /metrics (Prometheus text) shows the background jobs' runs
+            fams = {f.name: f for f in text_string_to_metric_families(httpx.get(s.url + "/metrics").text)}
+            jobs = {s.labels["job"]: s.value for s in fams["memfold_maintenance_job_duration_seconds"].samples
+                    if s.name.endswith("_count") and s.labels["outcome"] == "ok"}
+            assert jobs.get("tidy", 0) >= 1, jobs
         assert m.settings.server.maintenance_interval_minutes == 0.005

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..conftest import run_cli
 from ..support.live_server import free_port
@@ -56,6 +57,15 @@ def test_two_workers_share_keys_and_data_and_see_a_revocation_at_once(root: Path
 
         added = fresh("POST", "/v1/memories", json={"text": "我女儿在学小提琴"}).json()["added"][0]
         assert all(fresh("GET", f"/v1/memories/{added['id']}").status_code == 200 for _ in range(12))
+        for _ in range(3):
+            fresh("POST", "/v1/memories/search", json={"query": "小提琴"})
+        # GET /metrics from any worker adds up both workers' values (PROMETHEUS_MULTIPROC_DIR set by serve)
+        for _ in range(6):
+            text = httpx.get(url + "/metrics", timeout=30).text
+            fams = {f.name: f for f in text_string_to_metric_families(text)}
+            counts = {(s.labels["operation"], s.labels["outcome"]): s.value
+                      for s in fams["memfold_operation_duration_seconds"].samples if s.name.endswith("_count")}
+            assert counts[("add", "ok")] == 1 and counts[("search", "ok")] == 3, counts
         revoked = run_cli(root, "keys", "revoke", key)
         assert revoked.returncode == 0, revoked.stderr
         codes = [fresh("GET", "/v1/whoami").status_code for _ in range(12)]

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
-from . import eval_cmd, llm_cmd, maintain_cmd, memory_cmd, migrate_cmd, policy_cmd, render, serve_cmd, session_cmd
+from . import eval_cmd, llm_cmd, maintain_cmd, memory_cmd, metrics_view, migrate_cmd, policy_cmd, render, serve_cmd, session_cmd
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
 from .help_compat import hide_flag_types
 
@@ -246,8 +246,20 @@ def reindex(ctx: typer.Context, user: OneUser = None) -> None:
 
 
 @app.command()
-def stats(ctx: typer.Context, user: User = "default", as_json: Json = False) -> None:
-    """Counts by type, archived, average importance, file sizes."""
+def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
+          metrics: bool = typer.Option(False, "--metrics", help="Latency p50/p95/p99 per operation, LLM tokens, "
+                                       "cache hit rate (this process's; the server's at GET /metrics).")) -> None:
+    """Counts by type, archived, average importance, file sizes; --metrics: the live metrics."""
+    if metrics:
+        from ..metrics import summary
+
+        m = summary(runtime(ctx).memory(), user)
+        if as_json:
+            print_json(m)
+            return
+        for line in metrics_view.metrics_lines(m):
+            out.print(line)
+        return
     s = runtime(ctx).memory().stats(user)
     if as_json:
         print_json(s)

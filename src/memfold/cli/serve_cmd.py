@@ -4,11 +4,13 @@ Registered on the main app by ``register(app)``."""
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Optional
 
 import typer
 
 from ..errors import InvalidInputError
+from ..metrics import prepare_multiprocess
 from .common import Json, KeyUsers, err, out, print_json, runtime
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -58,6 +60,8 @@ def serve(ctx: typer.Context,
         os.environ.pop(server_app.ENV_NO_AUTH, None)
     err.print(f"memfold serving {settings.root} on http://{host}:{port}/ (API docs at /docs)",
               markup=False, highlight=False)
+    if workers > 1:  # the workers add up their metrics in one folder (GET /metrics is correct in any of them)
+        prepare_multiprocess(tempfile.mkdtemp(prefix="memfold-metrics-"))
     uvicorn.run("memfold.server.app:app_from_env", factory=True, host=host, port=port, workers=workers,
                 log_level="warning", timeout_graceful_shutdown=10)
 

@@ -9,12 +9,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..cache import cached, cached_queries
 from ..config import Settings, load_settings
 from ..errors import ConfigError, InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..maintenance.evolution import PolicyEvolution
 from ..maintenance.policy_files import PolicyFiles
+from ..metrics import measured
 from ..models import EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval, SearchHit, utcnow
 from ..policy import Policy
 from ..providers.chat import ChatModel
@@ -50,7 +52,9 @@ class Memory:
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
         self.embedder = embedder or make_embedder(self.settings.embedder)
-        self.index = index or open_index(self.settings, self.embedder.dim, self.embedder.name)
+        self.index = cached(index or open_index(self.settings, self.embedder.dim, self.embedder.name),
+                            self.settings.cache)  # the hot cache in front of the index ([cache])
+        self.embedder = cached_queries(self.embedder, self.index)  # query vectors from the same cache
         self._policy_args = policy or {}
         self._base_policy = self.settings.base_policy()
         self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy]] = {}
@@ -149,6 +153,7 @@ class Memory:
         return split_marker(self._store(user_id).space.read(FILE_MEMORY))[0]
 
     # ---- write ---------------------------------------------------------------------------
+    @measured("add")
     def add(self, data: str | Sequence[Any], user_id: str = "default", *, memory_type: str | MemoryType | None = None,
             importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
             structured_data: dict[str, Any] | None = None, infer: bool = True,
@@ -223,6 +228,7 @@ class Memory:
         return self.editor.forget(query_or_id, user_id, dry_run=dry_run)
 
     # ---- read ----------------------------------------------------------------------------
+    @measured("search")
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
                include_episodic: bool = True, include_archived: bool = False) -> list[SearchHit]:
@@ -285,6 +291,13 @@ class Memory:
         if not entries:
             raise NotFoundError(f"no history for memory {memory_id!r} of user {user_id!r}")
         return entries
+
+    def hot_memories(self, user_id: str = "default") -> list[MemoryRecord]:
+        """The hot set: the namespace's most accessed memories (``[cache] hot_size``), served by the
+        cache until a write or ``[cache] ttl`` (their access counts are those of that moment)."""
+        user_id = guard.user(user_id)
+        hot = getattr(self.index, "hot", None)
+        return hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
         """The relations of a memory to others (``contradicts``, ``refines``, …)."""
@@ -367,6 +380,7 @@ class Memory:
         """The agent's pin list: the last ``max_recent_memories`` memories it saved, oldest first."""
         return self.pins(agent_id, user_id).recent_memories
 
+    @measured("build_context")
     def build_context(self, user_message: str, user_id: str = "default", *, session_id: str | None = None,
                       agent_id: str | None = None, base_prompt: str | None = None,
                       memory_enabled: bool = True, language: str | None = None,
@@ -417,6 +431,7 @@ class Memory:
         return text_edit.read_view(self._store(user_id), path, section, self.policy(user_id).memory_char_limit)
 
     # ---- maintenance ---------------------------------------------------------------------
+    @measured("reindex", job=True)
     def reindex(self, user_id: str | None = None) -> dict[str, int]:
         """Rebuild the file-backed index rows from the files (all namespaces when ``user_id`` is None)."""
         return admin.reindex(self, user_id)

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord
 from ..text import forgetting
-from . import leases
+from . import leases, pg_counter
 from .base import IndexItem
 from .pg_schema import connect, describe, driver, ensure_schema
 from .rows import HISTORY_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
@@ -87,6 +87,7 @@ class PostgresIndex:
         conn = connect(self.dsn)
         try:
             ensure_schema(conn, self.dim, self.embedder_name)
+            self._instance = pg_counter.install(conn)  # the change counter of caches (cache/)
             register_vector(conn)
         except BaseException:
             conn.close()
@@ -377,6 +378,23 @@ class PostgresIndex:
         return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
                 "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
+
+    # ---- for caches (cache/, index/pg_counter.py) ----------------------------------------------
+    def change_counter(self, user_id: str | None = None) -> int:
+        """Bumped (by trigger) with every committed write of memory rows, from any process (one
+        counter for every namespace: ``user_id`` is accepted for the protocol)."""
+        with self._cur() as cur:
+            return pg_counter.read(cur)
+
+    def instance_id(self) -> str:
+        return f"postgres-{self._instance}"
+
+    def most_accessed(self, user_id: str, limit: int) -> list[MemoryRecord]:
+        """The namespace's ``limit`` active memories with the most accesses (ties: latest access, id)."""
+        with self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND is_active AND access_count > 0 "
+                        "ORDER BY access_count DESC, last_accessed_at DESC NULLS LAST, id LIMIT %s", (user_id, limit))
+            return [record_from_row(r) for r in cur.fetchall()]
 
     # ---- deleted means deleted (engine/purge.py) --------------------------------------------
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:

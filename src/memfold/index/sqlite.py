@@ -24,6 +24,7 @@ from ..workspace.files import FileLock
 from . import leases
 from .base import IndexItem
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
+from .sqlite_cache import SqliteCacheReads
 from .sqlite_rows import SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures
@@ -34,7 +35,7 @@ log = logging.getLogger("memfold")
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 
 
-class SqliteIndex(SqliteRowReads):
+class SqliteIndex(SqliteRowReads, SqliteCacheReads):
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
     _tx_depth = 0  # open transactions of this object (``_Tx``)

@@ -11,11 +11,13 @@ evolution, for instance) that every later run includes."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemfoldError
 from ..index.leases import new_holder
+from ..metrics import observe_job
 from ..models import utcnow
 from .base import BUSY, DONE, FAILED, NOTHING, STATE_KIND, Job, JobContext, JobFailed, JobResult, MaintenanceRun
 from .longterm import LongTermCompression
@@ -105,12 +107,15 @@ def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool
 
 
 def _one(job: Job, ctx: JobContext) -> JobResult:
+    start = time.perf_counter()
     try:
         res = job.run(ctx)
     except JobFailed as exc:
         res = ctx.result(job.name, FAILED, str(exc))
     except MemfoldError as exc:  # a file or index problem: reported, the other jobs still run
         res = ctx.result(job.name, FAILED, f"{type(exc).__name__}: {exc}")
+    if not ctx.dry_run:
+        observe_job(job.name, time.perf_counter() - start, ok=res.status != FAILED)
     if res.status == FAILED:
         log.warning("maintenance job %s of %s failed: %s", job.name, ctx.user_id, res.reason)
     if not ctx.dry_run:

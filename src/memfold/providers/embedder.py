@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError, ProviderError
+from ..metrics import measured
 
 if TYPE_CHECKING:
     from ..config import EmbedderSettings
@@ -96,6 +97,7 @@ class UseEmbedder:
 
             threading.Thread(target=load, name="memfold-embedder-load", daemon=True).start()
 
+    @measured("embed")
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -137,6 +139,7 @@ class E5Embedder:
             self._model = E5()
         return self._model
 
+    @measured("embed")
     def _run(self, texts: Sequence[str], query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ..errors import ConfigError, ProviderError, ProviderResponseError, ProviderTimeout, ToolsRejected
+from ..metrics import measured, record_tokens
 from .chat import ChatResult, ToolCall, ToolReply
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class OpenAIChatModel:
     def close(self) -> None:
         self._client.close()
 
+    @measured("llm")
     def complete(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
                  temperature: float = 0.3) -> ChatResult:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
@@ -190,6 +192,7 @@ def _usage(data: dict[str, Any]) -> dict[str, int]:
              if isinstance(raw_usage.get(k), (int, float))}
     if "total_tokens" not in usage and usage:
         usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    record_tokens(usage)
     return usage
 
 

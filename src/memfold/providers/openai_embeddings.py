@@ -10,6 +10,7 @@ import httpx
 import numpy as np
 
 from ..errors import ConfigError, ProviderError, ProviderResponseError, ProviderTimeout
+from ..metrics import measured
 from .embedder import check_max_chars, clip, l2_normalise
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ class OpenAIEmbedder:
                 f"for {len(texts)} texts")
         return vecs
 
+    @measured("embed")
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -21,7 +21,7 @@ from ..engine.memory import Memory
 from ..errors import ConfigError
 from . import errors, plugins
 from .auth import KeyCheck
-from .background import maintenance_task
+from .background import maintenance_task, metrics_route
 from .errors import error_body
 from .keys import KeyStore
 from .routes import memories, sessions, system, tools
@@ -29,6 +29,7 @@ from .routes import memories, sessions, system, tools
 log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
 plugins.on_startup(maintenance_task)  # built in: background maintenance
+plugins.add_routes(metrics_route)  # built in: GET /metrics
 ENV_NO_AUTH = "MEMFOLD_SERVE_NO_AUTH"  # set by `memfold serve --no-auth` for its workers
 
 

@@ -1,6 +1,8 @@
-"""The server's built-in background task: maintenance (issue 14 item 7). Every worker runs the
-``Scheduler`` every ``[server] maintenance_interval_minutes`` (0 = never); the per-namespace lease in
-the index keeps two workers (or machines) from running the same namespace's jobs at once."""
+"""What the server has built in besides its routes: ``GET /metrics`` (Prometheus text; every
+worker's values added up when ``memfold serve --workers N`` set ``PROMETHEUS_MULTIPROC_DIR``) and
+background maintenance: every worker runs the ``Scheduler`` every ``[server]
+maintenance_interval_minutes`` (0 = never); the per-namespace lease in the index keeps two workers
+(or machines) from running the same namespace's jobs at once."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..maintenance.schedule import Scheduler
+from ..metrics import exposition
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -28,3 +31,14 @@ def maintenance_task(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
     scheduler.start()
     log.info("background maintenance every %g minutes", minutes)
     return scheduler.stop
+
+
+def metrics_route(app: "FastAPI", memory: "Memory") -> None:
+    """``GET /metrics``: the live metrics in Prometheus' text format (no key: like ``/healthz``, it
+    carries no memory text; counts by namespace and type, latencies, cache and LLM token counters)."""
+    from fastapi import Response
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        body, content_type = exposition(memory)
+        return Response(content=body, media_type=content_type)

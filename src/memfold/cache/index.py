@@ -1,0 +1,117 @@
+"""``CachedIndex``: the read side of an index (``SearchIndex``, ``RecordStore``) answered from a
+cache when the index has not changed since, everything else passed through unchanged.
+
+Every key holds the index's identity and its change counter (``change_counter(user_id)``, grown by
+every write of memory rows, in any process: of that namespace on SQLite, of any namespace on
+PostgreSQL), so a write makes every earlier answer it could change unreachable and a hit is
+exactly what the index answers now. Cached:
+
+- **query results**: ``keyword_search`` (namespace, terms, limit) and ``vector_search`` (namespace,
+  the vector's bytes, limit): ids and scores, which only change when rows change (access
+  statistics are not part of them);
+- **the hot set** (``hot``): a namespace's ``hot_size`` (20) active memories most often accessed,
+  recomputed after any write of rows or after ``ttl`` (1 h); the access counts it shows are those
+  of when it was computed (reading is no write: an access does not change the counter).
+
+An index that is inside a write transaction of this process (``change_counter()`` is None) is not
+cached: what it answers may be rolled back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..metrics import record_cache
+from ..models import MemoryRecord
+from .backends import SKIP, CacheBackend
+
+
+class CachedIndex:
+    """An ``Index`` whose searches and hot set go through ``cache``; any other attribute is the index's."""
+
+    def __init__(self, index: Any, cache: CacheBackend, *, ttl: float = 3600.0, hot_size: int = 20):
+        self._index = index
+        self.cache = cache
+        self.ttl = ttl
+        self.hot_size = hot_size
+        self._prefix = f"memfold:v1:{index.instance_id()}"  # v1: the encoding of the values below
+
+    @property
+    def inner(self) -> Any:
+        """The index this cache stands in front of."""
+        return self._index
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+    def _key(self, kind: str, counter: int, *parts: Any) -> str:
+        digest = hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=16).hexdigest()
+        return f"{self._prefix}:{kind}:{counter}:{digest}"
+
+    def _lookup(self, kind: str, key: str) -> bytes | None:
+        got = self.cache.get(key)
+        if got is SKIP:
+            record_cache(kind, "skip")
+            return None
+        record_cache(kind, "miss" if got is None else "hit")
+        return got  # type: ignore[return-value]
+
+    # ---- SearchIndex -------------------------------------------------------------------------
+    def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        counter = self._index.change_counter(user_id)
+        if counter is None:
+            return self._index.keyword_search(user_id, terms, limit)
+        key = self._key("kw", counter, user_id, tuple(terms), limit)
+        return self._scored("query", key, lambda: self._index.keyword_search(user_id, terms, limit))
+
+    def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        counter = self._index.change_counter(user_id)
+        if counter is None:
+            return self._index.vector_search(user_id, vector, limit)
+        v = np.ascontiguousarray(vector, dtype=np.float32)
+        key = self._key("vec", counter, user_id, hashlib.blake2b(v.tobytes(), digest_size=16).hexdigest(),
+                        v.shape, limit)
+        return self._scored("vector", key, lambda: self._index.vector_search(user_id, vector, limit))
+
+    def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
+                           min_score: float | None = None) -> list[list[tuple[str, float]]]:
+        # the write path's near-duplicate check: a write follows, so nothing would be reused
+        return self._index.vector_search_many(user_id, vectors, limit, min_score)
+
+    def _scored(self, kind: str, key: str, compute: Any) -> list[tuple[str, float]]:
+        got = self._lookup(kind, key)
+        if got is not None:
+            try:
+                return [(str(i), float(s)) for i, s in json.loads(got)]
+            except (ValueError, TypeError):  # not what this version stores (a shared Redis): ask the index
+                pass
+        result = compute()
+        self.cache.set(key, json.dumps([[i, float(s)] for i, s in result]).encode("utf-8"), self.ttl)
+        return result
+
+    # ---- the hot set ---------------------------------------------------------------------------
+    def hot(self, user_id: str) -> list[MemoryRecord]:
+        """The namespace's ``hot_size`` active memories with the most accesses, most accessed first."""
+        counter = self._index.change_counter(user_id)
+        if counter is None:
+            return self._index.most_accessed(user_id, self.hot_size)
+        key = self._key("hot", counter, user_id, self.hot_size)
+        got = self._lookup("hot", key)
+        if got is not None:
+            try:
+                return [MemoryRecord.from_dict(d) for d in json.loads(got)]
+            except (ValueError, TypeError, KeyError, AttributeError):  # not what this version stores
+                pass
+        rows = self._index.most_accessed(user_id, self.hot_size)
+        self.cache.set(key, json.dumps([r.to_dict() for r in rows], ensure_ascii=False).encode("utf-8"), self.ttl)
+        return rows
+
+    def close(self) -> None:
+        try:
+            self._index.close()
+        finally:
+            self.cache.close()
