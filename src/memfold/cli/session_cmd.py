@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from .common import Json, NoMemory, System, User, err, out, print_json, runtime
+
+if TYPE_CHECKING:
+    from ..engine.session import Session
 
 NO_ENDPOINT = """\
 memfold chat needs an OpenAI-compatible chat endpoint, and none is configured.
@@ -26,7 +29,8 @@ Or once in <root>/config.toml:
     api_key_env = "DEEPSEEK_API_KEY"
 (or the environment: MEMFOLD_LLM__PROVIDER=openai MEMFOLD_LLM__BASE_URL=... MEMFOLD_LLM__MODEL=...)
 """
-CHAT_HELP = "Type a message and press Enter. /summary shows the conversation summary, /exit quits."
+CHAT_HELP = ("Type a message and press Enter. /summary shows the conversation summary, /exit ends the session "
+             "(what it holds is saved to memory) and quits.")
 
 
 def chat(ctx: typer.Context,
@@ -51,6 +55,9 @@ def chat(ctx: typer.Context,
         raise ConfigError(NO_ENDPOINT.rstrip())
     s = m.session(session, user, agent, preset=preset, memory_enabled=not no_memory, chat_model=llm,
                   on_notice=lambda text: out.print(text, markup=False, highlight=False))
+    if s.closed:  # ended before (/exit or session_ttl_minutes): the conversation goes on
+        s.reopen()
+        err.print(f"session {session!r} had ended; reopened", markup=False, highlight=False)
     interactive = sys.stdin.isatty()
     failures = 0
     if interactive:
@@ -65,6 +72,7 @@ def chat(ctx: typer.Context,
         if not text:
             continue
         if text in ("/exit", "/quit"):
+            _end(s)
             break
         if text == "/summary":
             out.print(s.summary or "(no summary yet)", markup=False, highlight=False)
@@ -85,6 +93,16 @@ def chat(ctx: typer.Context,
         s.add_message("assistant", answer)
     if failures:
         raise ProviderError(f"{failures} message(s) got no answer from the model; they were saved in the session")
+
+
+def _end(s: "Session") -> None:
+    """/exit: end the session; its unfolded turns go to long-term extraction."""
+    res = s.close()
+    for r in res.added:
+        out.print(f"remembered: {r.content}", markup=False, highlight=False)
+    for w in res.warnings:
+        err.print(f"warning: {w}", markup=False, highlight=False)
+    err.print(f"session {s.session_id!r} ended", markup=False, highlight=False)
 
 
 def context(ctx: typer.Context, query: str = typer.Argument(..., help="The user message to build the context for."),
@@ -148,8 +166,8 @@ def sessions(ctx: typer.Context, user: User = "default", as_json: Json = False) 
         out.print("no sessions")
     for r in rows:
         out.print(f"{r['session_id']}  agent={r['agent_id']}  messages={r['messages']}  "
-                      f"summary={r['summary_chars']} chars  folds={r['folds']}  total={r['total_messages']}",
-                      markup=False, highlight=False)
+                      f"summary={r['summary_chars']} chars  folds={r['folds']}  total={r['total_messages']}"
+                      + (f"  ended={r['closed_at']}" if r.get("closed_at") else ""), markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

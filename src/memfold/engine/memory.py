@@ -29,6 +29,7 @@ from .ports import SessionPorts
 from .read import Retriever
 from .session import DEFAULT_AGENT, Session, check_language, session_policy, stateless_context
 from .session import STATE_KIND as SESSION_KIND
+from .session_end import ExpirySweep, SessionLocks
 from .store import UserStore, daily_file
 from .user_language import user_language
 from .write import WritePath
@@ -56,6 +57,8 @@ class Memory:
         self.retriever = Retriever(self._store, self.policy)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder)
+        self._session_locks = SessionLocks(lambda u: self.workspace.user(u).dir)
+        self._sweep = ExpirySweep(lambda: self._session_ports)  # abandoned sessions end when one is opened
         self.policy("default")  # validate argument overrides at construction
 
     # ---- wiring ----------------------------------------------------------------------
@@ -294,6 +297,7 @@ class Memory:
         agent_id = guard.optional_ident(agent_id, "agent_id")
         user_id = guard.user(user_id)
         pol = session_policy(self.policy(user_id), preset, policy)
+        self._sweep(user_id, pol.session_ttl_minutes, skip=session_id)
         chat = chat_model if chat_model is not None else self.chat_model
         return Session(self._session_ports, session_id, user_id, agent_id, pol, chat=chat,
                        language=check_language(language or self.language(user_id)),
@@ -301,7 +305,8 @@ class Memory:
 
     @property
     def _session_ports(self) -> SessionPorts:
-        return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index)
+        return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index,
+                            lock=self._session_locks)
 
     def sessions(self, user_id: str = "default") -> list[str]:
         """The ids of the namespace's sessions."""
