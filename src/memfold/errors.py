@@ -27,6 +27,28 @@ class InvalidInputError(MemfoldError):
     """Input that cannot be stored or parsed (bad type, malformed file, path outside the workspace)."""
 
 
+class TooLongError(InvalidInputError):
+    """A text is longer than its bound (``limits.py``); the message says how long it is and the bound."""
+
+
+class PathRefusedError(InvalidInputError):
+    """A file path given by an agent or a caller names no memory file of the caller's own folder
+    (``../``, an absolute path, a symlink out of the folder, another user's file, another kind of file)."""
+
+
+class TextMatchError(InvalidInputError):
+    """A text edit's ``old_text`` is not in the file (``reason == "no_match"``) or is there more than
+    once (``reason == "ambiguous_match"``); nothing was changed."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class MemoryOffError(MemfoldError):
+    """Memory is switched off for the namespace (``[memory] enabled = false`` or ``memfold memory off``)."""
+
+
 class IndexError_(MemfoldError):
     """The derived index is unusable (wrong embedder, unreachable server, corrupt database)."""
 
@@ -61,6 +83,10 @@ __all__ = [
     "SessionClosedError",
     "SecretRefusedError",
     "InvalidInputError",
+    "TooLongError",
+    "PathRefusedError",
+    "TextMatchError",
+    "MemoryOffError",
     "MemoryIndexError",
     "ReadOnlyWorkspaceError",
     "EmbedderChangedError",

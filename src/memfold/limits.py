@@ -5,7 +5,7 @@ cut to ``[embedder] max_chars`` for its vector while the full text is kept (``pr
 
 from __future__ import annotations
 
-from .errors import InvalidInputError
+from .errors import TooLongError
 
 MAX_CONTENT_CHARS = 20_000  # one memory, one daily note, one piece of a conversation turn (longer: split)
 MAX_QUERY_CHARS = 10_000  # a search query (retrieve/build_context use the query's last this many)
@@ -14,7 +14,7 @@ MAX_MESSAGE_CHARS = 100_000  # one session message (kept verbatim in the session
 
 def check_length(what: str, text: str, limit: int, hint: str = "split it first") -> None:
     if len(text) > limit:
-        raise InvalidInputError(f"{what} is {len(text):,} characters long, over the limit of {limit:,}; {hint}")
+        raise TooLongError(f"{what} is {len(text):,} characters long, over the limit of {limit:,}; {hint}")
 
 
 def query_tail(query: str) -> str:

@@ -13,6 +13,7 @@ from .errors import ConfigError
 
 @dataclass(frozen=True)
 class Policy:
+    enabled: bool = True  # memory on/off (seed 002): off = nothing read, injected, written; no tools
     retrieve_limit: int = 10
     recent_days: int = 3
     session_summary_message_threshold: int = 20

@@ -20,7 +20,7 @@ from ..providers.embedder import Embedder, make_embedder
 from ..text.memory_markdown import clean_content
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
-from . import admin, guard
+from . import admin, guard, switch, text_edit
 from . import records as rec
 from .edit import Editor
 from .guard import check_fields, screen_text
@@ -29,7 +29,7 @@ from .ports import SessionPorts
 from .read import Retriever
 from .session import DEFAULT_AGENT, Session, check_language, session_policy, stateless_context
 from .session import STATE_KIND as SESSION_KIND
-from .session_end import ExpirySweep, SessionLocks
+from .session_end import SessionEnds
 from .store import UserStore, daily_file
 from .user_language import user_language
 from .write import WritePath
@@ -57,8 +57,8 @@ class Memory:
         self.retriever = Retriever(self._store, self.policy)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder)
-        self._session_locks = SessionLocks(lambda u: self.workspace.user(u).dir)
-        self._sweep = ExpirySweep(lambda: self._session_ports)  # abandoned sessions end when one is opened
+        self._ends = SessionEnds(lambda u: self.workspace.user(u).dir, lambda: self._session_ports)  # locks, TTL
+        self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, lock=self._ends.locks)
         self.policy("default")  # validate argument overrides at construction
 
     # ---- wiring ----------------------------------------------------------------------
@@ -297,16 +297,12 @@ class Memory:
         agent_id = guard.optional_ident(agent_id, "agent_id")
         user_id = guard.user(user_id)
         pol = session_policy(self.policy(user_id), preset, policy)
-        self._sweep(user_id, pol.session_ttl_minutes, skip=session_id)
+        memory_enabled = guard.flag(memory_enabled, "memory_enabled") and self.memory_enabled(user_id)
+        self._ends.sweep(user_id, pol.session_ttl_minutes if memory_enabled else 0, skip=session_id)  # abandoned ones
         chat = chat_model if chat_model is not None else self.chat_model
         return Session(self._session_ports, session_id, user_id, agent_id, pol, chat=chat,
                        language=check_language(language or self.language(user_id)),
                        memory_enabled=memory_enabled, on_notice=on_notice)
-
-    @property
-    def _session_ports(self) -> SessionPorts:
-        return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index,
-                            lock=self._session_locks)
 
     def sessions(self, user_id: str = "default") -> list[str]:
         """The ids of the namespace's sessions."""
@@ -329,7 +325,7 @@ class Memory:
         base_prompt = guard.optional_text(base_prompt, "base_prompt")
         session_id = guard.optional_ident(session_id, "session_id")
         agent_id = guard.optional_ident(agent_id, "agent_id")
-        memory_enabled = guard.flag(memory_enabled, "memory_enabled")
+        memory_enabled = guard.flag(memory_enabled, "memory_enabled") and self.memory_enabled(user_id)
         if session_id is not None:
             return self.session(session_id, user_id, agent_id, memory_enabled=memory_enabled,
                                 language=language).build_context(user_message, base_prompt=base_prompt)
@@ -338,6 +334,33 @@ class Memory:
         return stateless_context(self._session_ports, pins, self.policy(user_id), user_message, user_id,
                                  language=language or self.language(user_id), base_prompt=base_prompt,
                                  memory_enabled=memory_enabled)
+
+    # ---- agents: memory on/off, file edits and views (the tools/ package calls these) ----------------
+    def memory_enabled(self, user_id: str = "default") -> bool:
+        """Whether memory is on for the namespace (``[memory] enabled``, ``memfold memory on|off``), read fresh."""
+        return switch.is_enabled(self.workspace.user(check_user_id(user_id)), self._base_policy, self._policy_args)
+
+    def set_memory_enabled(self, enabled: bool, user_id: str = "default") -> Path:
+        """Switch memory on or off for a namespace (the ``enabled`` key of its policy_overrides.json)."""
+        path = switch.set_enabled(self.workspace.user(check_user_id(user_id)), guard.flag(enabled, "enabled"))
+        with self._lock:
+            self._policies.pop(user_id, None)
+        return path
+
+    def edit_text(self, path: str, old_text: str, new_text: str, user_id: str = "default", *,
+                  author: str = "memory_edit") -> text_edit.TextEditResult:
+        """Replace the one occurrence of ``old_text`` in the user's MEMORY.md, learnings.md or a daily note,
+        as a hand edit (backup, re-index, history ``edit`` by ``author``); PathRefusedError, TextMatchError."""
+        return text_edit.edit_text(self._store(guard.user(user_id)), path, guard.text(old_text, "old_text"),
+                                   guard.text(new_text, "new_text"), guard.ident(author, "author"))
+
+    def read_file(self, path: str | None = None, user_id: str = "default", *,
+                  section: str | None = None) -> text_edit.FileView:
+        """A memory file (MEMORY.md by default) or one section of it as an agent sees it: no id comments,
+        at most ``memory_char_limit`` characters."""
+        user_id = guard.user(user_id)
+        section = guard.optional_text(section, "section")
+        return text_edit.read_view(self._store(user_id), path, section, self.policy(user_id).memory_char_limit)
 
     # ---- maintenance ---------------------------------------------------------------------
     def reindex(self, user_id: str | None = None) -> dict[str, int]:

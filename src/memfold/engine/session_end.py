@@ -192,17 +192,22 @@ def close_expired(ports: "SessionPorts", user_id: str, ttl_minutes: int, *, skip
     return ended
 
 
-class ExpirySweep:
-    """``close_expired`` at most once per ``interval`` seconds per namespace in this process
-    (run when a session is opened, so abandoned sessions end without a scheduler)."""
+class SessionEnds:
+    """The session-end wiring of one ``Memory``: the per-namespace session ``locks`` and the
+    expiry ``sweep`` (``close_expired`` at most once per ``interval`` seconds per namespace in
+    this process, run when a session is opened, so abandoned sessions end without a scheduler)."""
 
-    def __init__(self, ports: Callable[[], "SessionPorts"], interval: float = SWEEP_INTERVAL_S):
+    def __init__(self, user_dir: Callable[[str], Path], ports: Callable[[], "SessionPorts"],
+                 interval: float = SWEEP_INTERVAL_S):
+        self.locks = SessionLocks(user_dir)
         self._ports = ports
         self.interval = interval
         self._last: dict[str, float] = {}
         self._guard = threading.Lock()
 
-    def __call__(self, user_id: str, ttl_minutes: int, *, skip: str | None = None) -> list[SessionEnd]:
+    def sweep(self, user_id: str, ttl_minutes: int, *, skip: str | None = None) -> list[SessionEnd]:
+        if ttl_minutes <= 0:
+            return []
         now = time.monotonic()
         with self._guard:
             last = self._last.get(user_id)

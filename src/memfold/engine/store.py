@@ -87,7 +87,9 @@ class UserStore:
         st = self.space.stat(rel)
         return (st.mtime_ns, st.size) if st else None
 
-    def _reconcile_file(self, rel: str) -> int:
+    def _reconcile_file(self, rel: str, by: str = "hand") -> int:
+        """Index what changed in a file since the index saw it; history entries name ``by`` as the
+        author of the changed lines (a person's hand, or an agent's edit tool)."""
         text, state = self._guard(rel).adopt()  # a hand save from an older copy gets memfold's lines back
         known = self.index.content_hashes(self.user_id, rel)
         if text is None:
@@ -132,17 +134,18 @@ class UserStore:
                             created_at=before.created_at, updated_at=before.updated_at if same else utcnow())
                 if not same:  # changed in the file while the index did not know it: an edit by hand
                     history.append(HistoryEntry(eid, self.user_id, "edit", utcnow(), before.content, r.content,
-                                                _with_redacted({"file": rel, "by": "hand"}, redacted.get(eid))))
+                                                _with_redacted({"file": rel, "by": by}, redacted.get(eid))))
             elif eid in known:
                 old = self.index.get(self.user_id, [eid])
                 if old:
                     r = r.with_(access_count=old[0].access_count, last_accessed_at=old[0].last_accessed_at,
                                 created_at=old[0].created_at, updated_at=utcnow())
                     history.append(HistoryEntry(eid, self.user_id, "edit", utcnow(), old[0].content, r.content,
-                                                _with_redacted({"file": rel, "by": "hand"}, redacted.get(eid))))
+                                                _with_redacted({"file": rel, "by": by}, redacted.get(eid))))
             else:
                 history.append(HistoryEntry(eid, self.user_id, "add", utcnow(), None, r.content,
-                                            _with_redacted({"file": rel, "by": "file"}, redacted.get(eid))))
+                                            _with_redacted({"file": rel, "by": "file" if by == "hand" else by},
+                                                           redacted.get(eid))))
             to_embed.append(r)
         if stamped:
             lines = text.split("\n")
@@ -153,7 +156,7 @@ class UserStore:
                 lines[e.start: e.end] = md.render(eid, day, r.content, meta, self.space.language)
             _, state = self._guard(rel).publish("\n".join(lines), expected=text)
         gone = [i for i in known if i not in seen]
-        self._delete_rows(gone, "delete", {"file": rel, "by": "hand"})
+        self._delete_rows(gone, "delete", {"file": rel, "by": by})
         self._index_records(to_embed)
         self.index.append_history(history)
         self.index.set_file_state(self.user_id, rel, state)
@@ -277,6 +280,17 @@ class UserStore:
             if record.file != EPISODIC:
                 self.index.set_file_state(self.user_id, record.file, state)
         return archived
+
+    def edit_text(self, rel: str, change: Callable[[str], str], by: str) -> None:
+        """Change a memory file's text as a hand edit would (``change``: text without the revision
+        marker -> new text; it raises to refuse): MEMORY.md is backed up, the file written, then
+        indexed like a hand edit with ``by`` as the author in the history."""
+        with self.space.lock:
+            self.sync()
+            if not self.space.path(rel).exists():
+                raise NotFoundError(f"{rel} does not exist for user {self.user_id!r}")
+            self._write_file(rel, change, backup=True)
+            self._reconcile_file(rel, by=by)
 
     # ---- guarded file writes (hand edits made meanwhile are merged, not overwritten) ----------------
     def _guard(self, rel: str) -> GuardedFile:

@@ -1,0 +1,37 @@
+"""Memory on/off (seed 002 "记忆关闭时"): ``[memory] enabled`` in the config, overridden per user by
+the ``enabled`` key of ``<root>/<user>/policy_overrides.json`` (``memfold memory off --user U``).
+
+Read fresh at every call, not from a running ``Memory``'s policy cache: switching memory off
+takes effect at once in every process (context building, tools, chat, MCP)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..policy import Policy, load_overrides
+from ..workspace.files import atomic_write
+from ..workspace.userspace import UserSpace
+
+OVERRIDES = "policy_overrides.json"
+
+
+def is_enabled(space: UserSpace, base: Policy, arguments: dict[str, Any]) -> bool:
+    """Whether memory is on for the namespace: config → the user's overrides → ``Memory(policy=)``."""
+    path = space.dir / OVERRIDES
+    return base.merged({k: v for k, v in load_overrides(path).items() if k == "enabled"}, str(path)) \
+        .merged({k: v for k, v in arguments.items() if k == "enabled"}, "arguments").enabled
+
+
+def set_enabled(space: UserSpace, enabled: bool) -> Path:
+    """Write ``enabled`` into the user's ``policy_overrides.json`` (its other keys kept). Returns the file."""
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"enabled must be true or false, got {enabled!r}")
+    path = space.dir / OVERRIDES
+    with space.lock:
+        data = load_overrides(path)
+        data["enabled"] = enabled
+        atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return path

@@ -1,0 +1,171 @@
+"""Calling a tool by name with the model's arguments: ``call`` returns a JSON-serialisable dict and
+never raises. A bad argument, an unknown tool, a missing or ambiguous match, a secret, an oversized
+text, a refused path, memory switched off: ``{"ok": false, "error": {"code", "message"}}`` that the
+model can read and act on, so an agent loop goes on."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..engine.memory import Memory
+from ..errors import (
+    ConfigError,
+    InvalidInputError,
+    MemfoldError,
+    MemoryOffError,
+    NotFoundError,
+    PathRefusedError,
+    ProviderError,
+    ReadOnlyWorkspaceError,
+    SecretRefusedError,
+    TextMatchError,
+    TooLongError,
+)
+from .handlers import ToolContext
+from .models import ErrorInfo, ErrorResult
+from .registry import TOOLS
+from .schemas import anthropic_tools, openai_tools
+
+log = logging.getLogger("memfold")
+MAX_ARGUMENT_CHARS = 100_000  # the raw arguments of one call (JSON text)
+ERROR_CODES = ("invalid_argument", "unknown_tool", "no_match", "ambiguous_match", "secret_refused", "too_long",
+               "path_refused", "memory_off", "not_found", "read_only", "config_error", "provider_error",
+               "internal_error")
+
+
+def error(code: str, message: str) -> dict[str, Any]:
+    """An error result."""
+    return ErrorResult(error=ErrorInfo(code=code, message=message)).model_dump()
+
+
+def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = None, *, user_id: str = "default",
+         agent_id: str | None = None) -> dict[str, Any]:
+    """Run tool ``name`` with ``arguments`` (a dict, or the JSON text a model sent) in the memory of
+    ``user_id`` (saved memories are pinned to ``agent_id``). Returns the result as a dict with
+    ``ok``; never raises."""
+    try:
+        tool = TOOLS.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return error("unknown_tool", f"there is no tool {name!r}; the tools are: {', '.join(TOOLS)}")
+        args = _arguments(arguments)
+        if isinstance(args, dict) and "error" in args and args.get("ok") is False:
+            return args
+        if not memory.memory_enabled(user_id):
+            raise MemoryOffError(f"memory is switched off for user {user_id!r}; nothing is read or written "
+                                 f"(`memfold memory on --user {user_id}` switches it on)")
+        try:
+            parsed = tool.input.model_validate(args)
+        except ValidationError as exc:
+            return _validation_error(tool.name, exc)
+        result = tool.handler(memory, parsed, ToolContext(user_id=user_id, agent_id=agent_id))
+        return result.model_dump(mode="json")
+    except MemfoldError as exc:
+        return error(_code(exc), str(exc))
+    except Exception as exc:  # a bug must not end the agent's loop: reported, logged with its trace
+        log.exception("tool %s failed", name)
+        return error("internal_error", f"{type(exc).__name__}: {exc}")
+
+
+def _arguments(arguments: dict[str, Any] | str | None) -> Any:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            return error("too_long", f"the arguments are {len(arguments):,} characters long, over the limit of "
+                                     f"{MAX_ARGUMENT_CHARS:,}")
+        if not arguments.strip():
+            return {}
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            return error("invalid_argument", f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
+                                             "send a JSON object")
+    if not isinstance(arguments, dict):
+        return error("invalid_argument", f"the arguments must be a JSON object, got {type(arguments).__name__}")
+    return arguments
+
+
+def _validation_error(name: str, exc: ValidationError) -> dict[str, Any]:
+    problems = []
+    too_long = False
+    for e in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in e["loc"]) or "arguments"
+        kind = e["type"]
+        if kind == "missing":
+            problems.append(f"argument {field!r} is missing")
+        elif kind == "extra_forbidden":
+            known = ", ".join(TOOLS[name].input.model_fields)
+            problems.append(f"unknown argument {field!r} (the arguments of {name} are: {known})")
+        else:
+            too_long = too_long or kind == "string_too_long"
+            problems.append(f"argument {field!r}: {e['msg']} (got {_shown(e.get('input'))})")
+    return error("too_long" if too_long else "invalid_argument", f"{name}: " + "; ".join(problems))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _code(exc: MemfoldError) -> str:
+    if isinstance(exc, TextMatchError):
+        return exc.reason
+    for cls, code in ((PathRefusedError, "path_refused"), (TooLongError, "too_long"),
+                      (SecretRefusedError, "secret_refused"), (MemoryOffError, "memory_off"),
+                      (NotFoundError, "not_found"), (InvalidInputError, "invalid_argument"),
+                      (ReadOnlyWorkspaceError, "read_only"), (ConfigError, "config_error"),
+                      (ProviderError, "provider_error")):
+        if isinstance(exc, cls):
+            return code
+    return "internal_error"
+
+
+class MemoryTools:
+    """The tools bound to one namespace (and agent): what an agent loop needs.
+
+    ``tools = MemoryTools(mem, user_id="alice")``; ``tools.openai()`` for ``tools=``, then
+    ``tools.call(name, arguments)`` for each tool call. With memory off the lists are empty."""
+
+    def __init__(self, memory: Memory, user_id: str = "default", agent_id: str | None = None,
+                 language: str | None = None):
+        self.memory = memory
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self._language = language
+
+    @property
+    def enabled(self) -> bool:
+        """Whether memory is on for the namespace (read fresh)."""
+        return self.memory.memory_enabled(self.user_id)
+
+    @property
+    def language(self) -> str:
+        """The language of the descriptions: the one given, else the user's MEMORY.md's."""
+        return self._language or self.memory.language(self.user_id)
+
+    @property
+    def names(self) -> list[str]:
+        """The tools offered: all of them, none when memory is off."""
+        return list(TOOLS) if self.enabled else []
+
+    def summaries(self) -> dict[str, str]:
+        """Tool name -> one sentence in the user's language (for the injected instructions)."""
+        return {n: TOOLS[n].summary(self.language) for n in self.names}
+
+    def openai(self) -> list[dict[str, Any]]:
+        """The OpenAI ``tools`` list (empty with memory off)."""
+        names = self.names
+        return openai_tools(self.language, names) if names else []
+
+    def anthropic(self) -> list[dict[str, Any]]:
+        """The Anthropic ``tools`` list (empty with memory off)."""
+        names = self.names
+        return anthropic_tools(self.language, names) if names else []
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> dict[str, Any]:
+        """``dispatch.call`` in this namespace; never raises."""
+        return call(self.memory, name, arguments, user_id=self.user_id, agent_id=self.agent_id)

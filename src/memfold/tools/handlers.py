@@ -1,0 +1,137 @@
+"""What each tool does: a handler takes the ``Memory`` facade, the validated input model and the
+caller's namespace, and returns the result model. Errors are raised as ``memfold.errors`` and
+turned into error results by ``dispatch.call``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from ..engine.guard import screen_text
+from ..engine.memory import Memory
+from ..errors import NotFoundError, PathRefusedError, TextMatchError, TooLongError
+from ..models import FILE_MEMORY, AddResult
+from ..text.memory_markdown import DEFAULT_TYPE_OF_SECTION, HEADINGS, parse
+from .models import (
+    EditResult,
+    ForgetResult,
+    MemoryAppendInput,
+    MemoryEditInput,
+    MemoryForgetInput,
+    MemoryItem,
+    MemoryReadInput,
+    MemorySearchInput,
+    ReadResult,
+    SaveMemoryInput,
+    SearchItem,
+    SearchResult,
+    StoredResult,
+    WriteFileInput,
+)
+
+MAX_WRITE_LINES = 50  # new memories one write_file call may add
+_SECTION_OF_HEADING = {h.casefold(): key for lang in HEADINGS.values() for key, h in lang.items()}
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2})?\s*[:：]\s*")
+_COMMENT = re.compile(r"<!--.*?-->")
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Whose memory a call reads and writes: the namespace, and the agent a saved memory is pinned to."""
+
+    user_id: str = "default"
+    agent_id: str | None = None
+
+
+def _stored(res: AddResult, slot: str = "long_term") -> StoredResult:
+    notes = [*res.skipped, *res.refused, *res.redacted, *res.warnings]
+    return StoredResult(stored=[MemoryItem.of(r) for r in res.added], merged=[MemoryItem.of(r) for r in res.merged],
+                        slot=slot, notes=notes)
+
+
+def memory_search(m: Memory, a: MemorySearchInput, ctx: ToolContext) -> SearchResult:
+    hits = m.search(a.query, ctx.user_id, limit=a.limit, memory_type=a.memory_type)
+    return SearchResult(results=[SearchItem.hit(h) for h in hits])
+
+
+def memory_append(m: Memory, a: MemoryAppendInput, ctx: ToolContext) -> StoredResult:
+    if a.slot == "today":
+        return StoredResult(stored=[MemoryItem.of(m.add_note(a.content, ctx.user_id))], slot="today")
+    return _stored(m.add(a.content, ctx.user_id, memory_type=a.memory_type, importance=a.importance,
+                         agent_id=ctx.agent_id))
+
+
+def save_memory(m: Memory, a: SaveMemoryInput, ctx: ToolContext) -> StoredResult:
+    return _stored(m.add(a.content, ctx.user_id, memory_type=a.memory_type, importance=a.importance,
+                         agent_id=ctx.agent_id))
+
+
+def memory_edit(m: Memory, a: MemoryEditInput, ctx: ToolContext) -> EditResult:
+    done = m.edit_text(a.path, a.old_text, a.new_text, ctx.user_id, author="memory_edit")
+    return EditResult(path=done.path, added=done.added, updated=done.updated, removed=done.removed,
+                      redacted=done.redacted)
+
+
+def memory_forget(m: Memory, a: MemoryForgetInput, ctx: ToolContext) -> ForgetResult:
+    gone = m.forget(a.query_or_id, ctx.user_id, dry_run=a.dry_run)
+    if not gone:
+        raise TextMatchError(f"no memory matches {a.query_or_id!r}; nothing was deleted (search first, then "
+                             "forget by id)", "no_match")
+    return ForgetResult(dry_run=a.dry_run, forgotten=[MemoryItem.of(r) for r in gone])
+
+
+def memory_read(m: Memory, a: MemoryReadInput, ctx: ToolContext) -> ReadResult:
+    v = m.read_file(a.path, ctx.user_id, section=a.section)
+    return ReadResult(path=v.path, exists=v.exists, section=v.section, text=v.text, truncated=v.truncated,
+                      sections=v.sections)
+
+
+def write_file(m: Memory, a: WriteFileInput, ctx: ToolContext) -> StoredResult:
+    """seed 001: a write of MEMORY.md is an append of its new lines, each stored as a memory in the
+    memory format (typed by the section it was written under); nothing is overwritten."""
+    raw = a.path.strip()
+    parts = PurePosixPath(raw).parts
+    if raw.startswith(("/", "\\", "~")) or "\\" in raw or ".." in parts:
+        raise PathRefusedError(f"path {a.path!r} is refused: write_file writes only MEMORY.md of your memory folder")
+    rel = "/".join(p for p in parts if p != ".")
+    if rel not in (FILE_MEMORY, f"memory/{FILE_MEMORY}"):
+        raise PathRefusedError(f"path {a.path!r} is refused: write_file writes only MEMORY.md (its new lines become "
+                               "memories); use memory_edit to change a file, memory_append with slot 'today' for "
+                               "today's note")
+    m.read_file(FILE_MEMORY, ctx.user_id)  # refuses a MEMORY.md that is a symlink out of the folder
+    try:
+        existing = m.show(ctx.user_id)
+    except NotFoundError:
+        existing = ""
+    known = {" ".join(e.content.split()) for e in parse(existing)}
+    new: list[tuple[str, str | None]] = []
+    section: str | None = None
+    for line in a.content.splitlines():
+        text = _COMMENT.sub("", line).strip()
+        if text.startswith("#"):
+            key = _SECTION_OF_HEADING.get(text.lstrip("#").strip().casefold())
+            section = DEFAULT_TYPE_OF_SECTION[key].value if key else None
+            continue
+        text = _DATE.sub("", _BULLET.sub("", text)).strip()
+        if not text or set(text) <= set("-_*=") or (text.startswith("_") and text.endswith("_")):
+            continue
+        flat = " ".join(text.split())
+        if flat in known or flat in existing:
+            continue
+        known.add(flat)
+        new.append((text, section))
+    if len(new) > MAX_WRITE_LINES:
+        raise TooLongError(f"write_file would add {len(new)} memories, over the limit of {MAX_WRITE_LINES}; "
+                           "write the new lines only, in several calls")
+    for text, _ in new:  # a line that is mostly a secret refuses the whole call before anything is stored
+        screen_text(text, "a line of content")
+    out = StoredResult(stored=[], redirected_to=FILE_MEMORY,
+                       notes=[] if new else ["nothing new: every line is already in MEMORY.md"])
+    for text, mtype in new:
+        got = _stored(m.add(text, ctx.user_id, memory_type=mtype, agent_id=ctx.agent_id))
+        out.stored.extend(got.stored)
+        out.merged.extend(got.merged)
+        out.notes.extend(got.notes)
+    return out

@@ -1,0 +1,149 @@
+"""The typed input and result of every tool (pydantic v2). The input models are the single source
+of the JSON schemas given to models (OpenAI, Anthropic, MCP); each field's description is in
+English, with the Chinese one under ``json_schema_extra={"zh": ...}`` (``schemas.py`` picks one)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS
+from ..models import MemoryRecord, SearchHit
+
+MemoryTypeName = Literal["event", "preference", "fact", "pattern", "todo", "note", "skill"]
+MAX_PATH_CHARS = 300
+
+
+def _f(default: Any, en: str, zh: str, **kw: Any) -> Any:
+    return Field(default, description=en, json_schema_extra={"zh": zh}, **kw)
+
+
+class ToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class MemorySearchInput(ToolInput):
+    query: str = _f(..., "Keywords or a question about what to look up.", "要查找的关键词或问题。",
+                    min_length=1, max_length=MAX_QUERY_CHARS)
+    limit: int = _f(10, "How many memories to return (1-50).", "返回的记忆条数（1-50）。", ge=1, le=50)
+    memory_type: MemoryTypeName | None = _f(None, "Only memories of this type.", "只返回这种类型的记忆。")
+
+
+class MemoryAppendInput(ToolInput):
+    content: str = _f(..., "What to remember, one self-contained statement.", "要记住的内容，一条完整的陈述。",
+                      min_length=1, max_length=MAX_CONTENT_CHARS)
+    slot: Literal["long_term", "today"] = _f(
+        "long_term", "long_term: MEMORY.md (lasting facts, preferences, events, todos); today: today's daily note.",
+        "long_term：写入 MEMORY.md（长期的事实、偏好、事件、待办）；today：写入今天的每日笔记。")
+    memory_type: MemoryTypeName | None = _f(None, "The kind of memory (long_term only; guessed when omitted).",
+                                            "记忆类型（仅 long_term；不填则自动判断）。")
+    importance: float | None = _f(None, "How important it is, 0 to 1 (long_term only).", "重要程度，0 到 1（仅 long_term）。",
+                                  ge=0.0, le=1.0)
+
+
+class SaveMemoryInput(ToolInput):
+    content: str = _f(..., "The memory, one self-contained statement.", "记忆内容，一条完整的陈述。",
+                      min_length=1, max_length=MAX_CONTENT_CHARS)
+    memory_type: MemoryTypeName = _f(..., "The kind of memory.", "记忆类型。")
+    importance: float = _f(0.5, "How important it is, 0 to 1.", "重要程度，0 到 1。", ge=0.0, le=1.0)
+
+
+class MemoryEditInput(ToolInput):
+    path: str = _f(..., "MEMORY.md, learnings.md or memory/YYYYMM/YYYYMMDD.md (your own files only).",
+                   "MEMORY.md、learnings.md 或 memory/YYYYMM/YYYYMMDD.md（只能是你自己的文件）。",
+                   min_length=1, max_length=MAX_PATH_CHARS)
+    old_text: str = _f(..., "The exact text to replace; it must occur exactly once in the file.",
+                       "要替换的原文，必须与文件中的文字完全一致且只出现一次。", min_length=1, max_length=MAX_CONTENT_CHARS)
+    new_text: str = _f(..., "The text to put in its place (empty to delete it).", "替换后的文字（为空则删除原文）。",
+                       max_length=MAX_CONTENT_CHARS)
+
+
+class MemoryForgetInput(ToolInput):
+    query_or_id: str = _f(..., "A memory id, or words that every memory to delete contains.",
+                          "记忆 id，或要删除的记忆包含的词语。", min_length=1, max_length=MAX_QUERY_CHARS)
+    dry_run: bool = _f(False, "Only list what would be deleted.", "只列出会被删除的记忆，不真正删除。")
+
+
+class MemoryReadInput(ToolInput):
+    path: str | None = _f(None, "MEMORY.md (default), learnings.md or memory/YYYYMM/YYYYMMDD.md.",
+                          "MEMORY.md（默认）、learnings.md 或 memory/YYYYMM/YYYYMMDD.md。", max_length=MAX_PATH_CHARS)
+    section: str | None = _f(None, "Only this section (its heading, e.g. 'Todos & Commitments' or '待办与承诺').",
+                             "只读这一节（标题，如 '待办与承诺' 或 'Todos & Commitments'）。", max_length=200)
+
+
+class WriteFileInput(ToolInput):
+    path: str = _f(..., "Must be MEMORY.md: the new lines are appended as memories (nothing is overwritten).",
+                   "必须是 MEMORY.md：新的内容会作为记忆追加（不会覆盖原文件）。", min_length=1, max_length=MAX_PATH_CHARS)
+    content: str = _f(..., "The text to write.", "要写入的文字。", min_length=1, max_length=MAX_CONTENT_CHARS)
+
+
+# ---- results ----------------------------------------------------------------------------
+class ToolResult(BaseModel):
+    ok: bool = True
+
+
+class MemoryItem(BaseModel):
+    id: str
+    content: str
+    memory_type: str
+    importance: float
+    created_at: str
+    file: str  # MEMORY.md, learnings.md, memory/YYYYMM/YYYYMMDD.md, or "" for a conversation turn
+
+    @classmethod
+    def of(cls, r: MemoryRecord) -> "MemoryItem":
+        return cls(id=r.id, content=r.content, memory_type=r.memory_type.value, importance=r.importance,
+                   created_at=r.created_at.isoformat(), file=r.file)
+
+
+class SearchItem(MemoryItem):
+    score: float
+
+    @classmethod
+    def hit(cls, h: SearchHit) -> "SearchItem":
+        return cls(**MemoryItem.of(h.record).model_dump(), score=round(float(h.score), 4))
+
+
+class SearchResult(ToolResult):
+    results: list[SearchItem]
+
+
+class StoredResult(ToolResult):
+    stored: list[MemoryItem]  # new memories
+    merged: list[MemoryItem] = []  # existing memories that absorbed the content
+    slot: str = "long_term"
+    redirected_to: str | None = None  # write_file: the file its lines were appended to, as memories
+    notes: list[str] = []  # skipped or redacted pieces, warnings
+
+
+class EditResult(ToolResult):
+    path: str
+    added: list[str]
+    updated: list[str]
+    removed: list[str]
+    redacted: bool = False
+
+
+class ForgetResult(ToolResult):
+    dry_run: bool
+    forgotten: list[MemoryItem]
+
+
+class ReadResult(ToolResult):
+    path: str
+    exists: bool
+    section: str | None
+    text: str
+    truncated: bool
+    sections: list[str]
+
+
+class ErrorInfo(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResult(BaseModel):
+    ok: bool = False
+    error: ErrorInfo
