@@ -69,6 +69,10 @@ class ProviderResponseError(ProviderError):
     """A provider answered with an error status or a body that cannot be used."""
 
 
+class ToolsRejected(ProviderResponseError):
+    """The chat endpoint refused a request with tools (it has no function calling): ask without them."""
+
+
 # a public, non-shadowing alias
 MemoryIndexError = IndexError_
 
@@ -93,4 +97,5 @@ __all__ = [
     "ProviderError",
     "ProviderTimeout",
     "ProviderResponseError",
+    "ToolsRejected",
 ]

@@ -18,7 +18,7 @@ from memfold.errors import SessionClosedError
 from memfold.models import EPISODIC, utcnow
 
 from ..conftest import run_cli
-from ..support.openai_server import Reply
+from ..support.openai_server import Reply, tool_call
 
 TEA = "Remember that I like green tea"
 
@@ -207,3 +207,18 @@ def test_chat_exit_stores_what_was_said(root: Path, llm_server) -> None:
     assert "reopened" in again.stderr
     listed = json.loads(run_cli(root, "sessions", "--user", "gus", "--json").stdout)
     assert listed[0]["closed_at"] is None and listed[0]["total_messages"] == 4
+
+
+def test_chat_exit_does_not_store_again_what_a_tool_call_stored(root: Path, llm_server) -> None:
+    llm_server.script(Reply(tool_calls=[tool_call("memory_append", {"content": "I like green tea"}, "c1")]),
+                      "Noted, green tea it is.")
+    llm_server.default_reply = Reply(content="Sure.")
+    res = run_cli(root, "chat", "-s", "tool", "--user", "hal", "--base-url", llm_server.base_url, "--model", "m",
+                  input=f"{TEA}\nWhat time is it?\n/exit\n")
+    assert res.returncode == 0, res.stderr
+    assert "[memory_append] ok" in res.stderr and "remembered:" not in res.stdout
+    shown = run_cli(root, "show", "--user", "hal").stdout
+    assert shown.count("I like green tea") == 1, shown
+    with Memory(root=root) as m:  # the turns are in the session; the stored memory once
+        turns = _turns(m, "hal")
+        assert "What time is it?" in turns and TEA not in turns  # the tool's turn was not extracted again

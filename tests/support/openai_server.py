@@ -23,8 +23,16 @@ class Reply:
     status: int = 200
     raw: bytes | None = None
     delay: float = 0.0
+    tool_calls: list[dict[str, Any]] | None = None  # OpenAI-format tool calls (finish_reason "tool_calls")
     usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 10, "completion_tokens": 5,
                                                            "total_tokens": 15})
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str = "") -> dict[str, Any]:
+    """One OpenAI-format tool call for ``Reply(tool_calls=[...])``; a str is sent as the arguments verbatim."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return {"id": call_id or f"call_{name}_{abs(hash(args)) % 10_000}", "type": "function",
+            "function": {"name": name, "arguments": args}}
 
 
 class ScriptedOpenAIServer:
@@ -71,11 +79,14 @@ class ScriptedOpenAIServer:
                 if reply.status != 200:
                     self._send(reply.status, {"error": {"message": reply.content or "scripted error"}})
                     return
+                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+                if reply.tool_calls is not None:
+                    message = {"role": "assistant", "content": reply.content or None, "tool_calls": reply.tool_calls}
                 self._send(200, {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
                     "created": int(time.time()), "model": body.get("model", "scripted"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply.content}}],
+                    "choices": [{"index": 0, "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                                 "message": message}],
                     "usage": reply.usage,
                 })
 

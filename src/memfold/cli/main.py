@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
-from . import eval_cmd, llm_cmd, mcp_cmd, migrate_cmd, render, session_cmd
+from . import eval_cmd, llm_cmd, mcp_cmd, memory_cmd, migrate_cmd, render, session_cmd
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
 from .help_compat import hide_flag_types
 
@@ -307,6 +307,7 @@ def demo(ctx: typer.Context) -> None:
 
 
 eval_cmd.register(app)  # eval locomo|madial, bench
+memory_cmd.register(app)  # memory on|off|status
 mcp_cmd.register(app)  # mcp [--http]: the memory tools as an MCP server
 
 

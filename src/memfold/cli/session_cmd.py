@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -48,6 +48,8 @@ def chat(ctx: typer.Context,
     """Chat with an LLM using memfold memory: every turn uses build_context and is saved in the session."""
     from ..engine.admin import chat_endpoint
     from ..errors import ConfigError, ProviderError
+    from ..tools import MemoryAgent, MemoryTools
+    from ..tools.agent import ToolChat
 
     m = runtime(ctx).memory()
     llm = chat_endpoint(m.settings.llm, base_url=base_url, model=model, api_key_env=api_key_env)
@@ -58,6 +60,9 @@ def chat(ctx: typer.Context,
     if s.closed:  # ended before (/exit or session_ttl_minutes): the conversation goes on
         s.reopen()
         err.print(f"session {session!r} had ended; reopened", markup=False, highlight=False)
+    tool_agent = MemoryAgent(llm, MemoryTools(m, user, s.agent_id, language=s.language)) \
+        if isinstance(llm, ToolChat) else None
+    use_tools = s.memory_enabled and tool_agent is not None  # function calling when the endpoint has it
     interactive = sys.stdin.isatty()
     failures = 0
     if interactive:
@@ -80,17 +85,16 @@ def chat(ctx: typer.Context,
         if text == "/help":
             out.print(CHAT_HELP)
             continue
-        built = s.context(text, base_prompt=system)
         try:
-            answer = llm.complete(built.messages, temperature=0.7).text
+            answer, use_tools, saved = _answer(s, llm, tool_agent if use_tools else None, text, system)
         except ProviderError as exc:
             failures += 1
             err.print(f"error: {exc}", markup=False, highlight=False)
             s.add_message("user", text)  # the user's words are kept even when the model fails
             continue
         out.print(f"assistant> {answer}", markup=False, highlight=False)
-        s.add_message("user", text)
-        s.add_message("assistant", answer)
+        s.add_message("user", text, extracted=saved)  # the model stored what it holds: not extracted again
+        s.add_message("assistant", answer, extracted=saved)
     if failures:
         raise ProviderError(f"{failures} message(s) got no answer from the model; they were saved in the session")
 
@@ -103,6 +107,32 @@ def _end(s: "Session") -> None:
     for w in res.warnings:
         err.print(f"warning: {w}", markup=False, highlight=False)
     err.print(f"session {s.session_id!r} ended", markup=False, highlight=False)
+
+
+def _answer(s: Any, llm: Any, agent: Any, text: str, system: str | None) -> tuple[str, bool, bool]:
+    """The model's answer to ``text``, whether to go on offering tools, and whether a memory tool
+    stored something in this turn (then the session end does not extract it again). With ``agent`` the
+    memory tools are offered and named in the instructions; an endpoint without function calling
+    is asked again without them (and not offered tools again)."""
+    from ..errors import ToolsRejected
+    from ..tools import TOOLS
+
+    if agent is not None and agent.tools.names:
+        built = s.context(text, base_prompt=system, tools=agent.tools.summaries())
+        try:
+            turn = agent.run(built.messages)
+        except ToolsRejected:
+            err.print("note: the endpoint does not support tools; memories are saved from the conversation instead",
+                      markup=False, highlight=False)
+        else:
+            for c in turn.calls:
+                status = "ok" if c.result.get("ok") else f"error {c.result['error']['code']}: {c.result['error']['message']}"
+                err.print(f"[{c.name}] {status}", markup=False, highlight=False)
+            return turn.text, True, any(c.result.get("ok") and TOOLS[c.name].writes for c in turn.calls
+                                        if c.name in TOOLS)
+        agent = None
+    built = s.context(text, base_prompt=system)
+    return llm.complete(built.messages, temperature=0.7).text, agent is not None, False
 
 
 def context(ctx: typer.Context, query: str = typer.Argument(..., help="The user message to build the context for."),

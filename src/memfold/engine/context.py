@@ -8,7 +8,7 @@ message. With memory off nothing is read from or injected about long-term memory
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +172,9 @@ class ContextBuilder:
 
     def build(self, user_message: str, *, summary: str = "", history: Sequence[dict[str, Any]] = (),
               pins: Sequence[str] = (), memory_enabled: bool = True, base_prompt: str | None = None,
-              after: Sequence[dict[str, str]] = ()) -> BuiltContext:
+              after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> BuiltContext:
+        """``tools`` (name -> what it does, in the user's language): the tools the model is offered,
+        named in the memory instructions; None or empty: instructions that name no tool."""
         if not isinstance(user_message, str):
             raise InvalidInputError("build_context needs the user message as a string")
         pol, lab, enc = self.policy, LABELS[self.language], self.policy.token_encoding
@@ -190,7 +192,11 @@ class ContextBuilder:
         if summary.strip():
             parts.append(lab["summary"] + "\n" + summary.strip())
         if memory_enabled:
-            parts.append(prompts.load("memory_instructions", self.language).strip())
+            if tools:
+                listed = "\n".join(f"- {name}: {what}" for name, what in tools.items())
+                parts.append(prompts.render("memory_tools", self.language, tools=listed).strip())
+            else:
+                parts.append(prompts.load("memory_instructions", self.language).strip())
             if truncated:
                 parts.append(prompts.render("memory_tidy", self.language, limit=pol.memory_char_limit).strip())
         system = "\n\n".join(p for p in parts if p)

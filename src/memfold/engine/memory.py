@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -318,9 +318,11 @@ class Memory:
 
     def build_context(self, user_message: str, user_id: str = "default", *, session_id: str | None = None,
                       agent_id: str | None = None, base_prompt: str | None = None,
-                      memory_enabled: bool = True, language: str | None = None) -> list[dict[str, str]]:
+                      memory_enabled: bool = True, language: str | None = None,
+                      tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
         """The messages to send to the model (SPEC §6); with ``session_id`` the session's summary
-        and recent messages are included, else only memory, pins and the message."""
+        and recent messages are included, else only memory, pins and the message. ``tools`` (name ->
+        what it does; ``MemoryTools.summaries()``): the tools offered, named in the instructions."""
         user_message = guard.text(user_message, "user_message")
         base_prompt = guard.optional_text(base_prompt, "base_prompt")
         session_id = guard.optional_ident(session_id, "session_id")
@@ -328,12 +330,12 @@ class Memory:
         memory_enabled = guard.flag(memory_enabled, "memory_enabled") and self.memory_enabled(user_id)
         if session_id is not None:
             return self.session(session_id, user_id, agent_id, memory_enabled=memory_enabled,
-                                language=language).build_context(user_message, base_prompt=base_prompt)
+                                language=language).build_context(user_message, base_prompt=base_prompt, tools=tools)
         user_id = check_user_id(user_id)
         pins = self.recent_memories(agent_id or DEFAULT_AGENT, user_id) if memory_enabled else []
         return stateless_context(self._session_ports, pins, self.policy(user_id), user_message, user_id,
                                  language=language or self.language(user_id), base_prompt=base_prompt,
-                                 memory_enabled=memory_enabled)
+                                 memory_enabled=memory_enabled, tools=tools)
 
     # ---- agents: memory on/off, file edits and views (the tools/ package calls these) ----------------
     def memory_enabled(self, user_id: str = "default") -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -183,8 +183,9 @@ class Session:
             return n + (count_tokens(self._state.summary, self.policy.token_encoding) if self._state.summary else 0)
 
     # ---- writing -----------------------------------------------------------------------
-    def add_message(self, role: str, content: str) -> SessionUpdate:
-        """Append a message; folds the history when a threshold is crossed (see ``SessionUpdate``)."""
+    def add_message(self, role: str, content: str, *, extracted: bool = False) -> SessionUpdate:
+        """Append a message; folds the history when a threshold is crossed (see ``SessionUpdate``).
+        ``extracted=True``: what it holds is stored already (a memory tool call): never extracted."""
         role = guard.text(role, "role").strip().lower()
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
@@ -196,8 +197,8 @@ class Session:
             if self._state.closed_at:
                 raise ends.closed_error(self.session_id, self.user_id, self._state.closed_at, self._state.closed_reason)
             msg: dict[str, Any] = {"role": role, "content": content, "at": utcnow().isoformat()}
-            if not self.memory_enabled:
-                msg[ends.DONE] = True  # said while memory was off: never extracted, not even at the end
+            if extracted or not self.memory_enabled:  # stored already, or said with memory off: never extracted
+                msg[ends.DONE] = True
             self._state.messages.append(msg)
             self._state.total_messages += 1
             update = self._maybe_fold(reason=self._trigger())
@@ -249,18 +250,20 @@ class Session:
 
     # ---- context -----------------------------------------------------------------------
     def build_context(self, user_message: str, *, base_prompt: str | None = None,
-                      after: Sequence[dict[str, str]] = ()) -> list[dict[str, str]]:
-        """OpenAI-format messages: system (memory, pins, summary, instructions), recent history, the message."""
-        return self.context(user_message, base_prompt=base_prompt, after=after).messages
+                      after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+        """OpenAI-format messages: system (memory, pins, summary, instructions naming the offered
+        ``tools``: name -> what it does), recent history, the message."""
+        return self.context(user_message, base_prompt=base_prompt, after=after, tools=tools).messages
 
     def context(self, user_message: str, *, base_prompt: str | None = None,
-                after: Sequence[dict[str, str]] = ()) -> BuiltContext:
+                after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> BuiltContext:
         """Like ``build_context`` with the token and capacity figures."""
         with self._guard():
             self._reload()
             pins = self.recent_memories if self.memory_enabled else []
             return self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
-                                       memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after)
+                                       memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after,
+                                       tools=tools)
 
     def task(self, question: str) -> "TaskScratchpad":
         """A scratchpad for one task's ReAct steps; only question and final answer enter the session."""
@@ -286,15 +289,10 @@ class Session:
         return ends.guarded(self._ports, self.user_id, self._lock)
 
     def _expire(self) -> None:
-        ttl = self.policy.session_ttl_minutes
-        if not ends.expired({"updated_at": self._state.updated_at, "closed_at": self._state.closed_at}, ttl):
-            return
-        try:
-            ends.end_session(self._ports, self.user_id, self.session_id, reason="ttl", ttl_minutes=ttl,
-                        memory_enabled=self.memory_enabled)
-        except MemfoldError as exc:  # left open: tried again at the next access
-            log.warning("session %s expired, but ending it failed: %s", self.session_id, exc)
-        self._load()
+        st, ttl = self._state, self.policy.session_ttl_minutes
+        if ends.expired({"updated_at": st.updated_at, "closed_at": st.closed_at}, ttl):
+            ends.end_expired(self._ports, self.user_id, self.session_id, ttl, self.memory_enabled)
+            self._load()
 
     def _save(self) -> None:
         self._state.updated_at = utcnow().isoformat(timespec="microseconds")
@@ -390,8 +388,8 @@ def check_language(language: str) -> str:
 
 def stateless_context(ports: SessionPorts, pins: Sequence[str], policy: Policy, user_message: str, user_id: str, *,
                       language: str, base_prompt: str | None = None,
-                      memory_enabled: bool = True) -> list[dict[str, str]]:
+                      memory_enabled: bool = True, tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """``build_context`` without a session: memory, the agent's pins and the message."""
     builder = ContextBuilder(ports.retriever, ports.embedder, user_id, policy, check_language(language))
     return builder.build(user_message, pins=pins if memory_enabled else [], memory_enabled=memory_enabled,
-                         base_prompt=base_prompt).messages
+                         base_prompt=base_prompt, tools=tools).messages

@@ -156,6 +156,14 @@ def end_session(ports: "SessionPorts", user_id: str, session_id: str, *, reason:
     return SessionEnd(session_id, reason, len(todo), added, warnings)
 
 
+def end_expired(ports: "SessionPorts", user_id: str, session_id: str, ttl_minutes: int, memory_enabled: bool) -> None:
+    """End a session found expired by its owner; a failure leaves it open (tried again at the next access)."""
+    try:
+        end_session(ports, user_id, session_id, reason="ttl", ttl_minutes=ttl_minutes, memory_enabled=memory_enabled)
+    except MemfoldError as exc:
+        log.warning("session %s expired, but ending it failed: %s", session_id, exc)
+
+
 def reopen(ports: "SessionPorts", user_id: str, session_id: str) -> bool:
     """Mark a closed session open again (its messages stay flagged as extracted). True when it was closed."""
     with _lock(ports, user_id):

@@ -87,18 +87,19 @@ def edit_text(store: UserStore, path: str, old_text: str, new_text: str, author:
     new = screened.text if screened is not None else new_text
 
     def change(body: str) -> str:
-        n = body.count(old_text)
-        if n == 0:
+        comments = [(m.start(), m.end()) for m in _ID_COMMENT.finditer(body)]
+        hits = [i for i in _occurrences(body, old_text)  # words inside an id comment are not the file's text
+                if not any(a <= i and i + len(old_text) <= b for a, b in comments)]
+        if not hits:
             hint = (" (it spans memfold's hidden id comments: edit one line at a time)"
                     if old_text in _ID_COMMENT.sub("", body) else "; read the file again and copy the text exactly")
             raise TextMatchError(f"old_text was not found in {rel}{hint}; nothing was changed", "no_match")
-        if n > 1:
-            raise TextMatchError(f"old_text occurs {n} times in {rel}; include more of the surrounding text so it "
-                                 "occurs once; nothing was changed", "ambiguous_match")
-        start = body.index(old_text)
-        end = start + len(old_text)
-        for m in _ID_COMMENT.finditer(body):
-            if m.start() < end and start < m.end() and not (start <= m.start() and m.end() <= end):
+        if len(hits) > 1:
+            raise TextMatchError(f"old_text occurs {len(hits)} times in {rel}; include more of the surrounding text so "
+                                 "it occurs once; nothing was changed", "ambiguous_match")
+        start, end = hits[0], hits[0] + len(old_text)
+        for a, b in comments:
+            if a < end and start < b and not (start <= a and b <= end):
                 raise InvalidInputError("old_text cuts one of memfold's hidden id comments in half; edit the words "
                                         "before it, or replace the whole line; nothing was changed")
         return body[:start] + new + body[end:]
@@ -133,6 +134,14 @@ def read_view(store: UserStore, path: str | None, section: str | None, char_limi
     capped = cap_text(text.strip() + "\n", char_limit, store.space.language)
     return FileView(path=rel, text=capped.text, exists=True, section=section, truncated=capped.truncated,
                     sections=names)
+
+
+def _occurrences(text: str, sub: str) -> list[int]:
+    out, i = [], text.find(sub)
+    while i >= 0:
+        out.append(i)
+        i = text.find(sub, i + 1)
+    return out
 
 
 def _norm(heading: str) -> str:

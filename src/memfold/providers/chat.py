@@ -19,6 +19,33 @@ class ChatResult:
     model: str = ""
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is the JSON text it sent (maybe malformed)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """A chat answer that may hold tool calls; ``message`` is the assistant message to send back."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: dict[str, int] = field(default_factory=dict)
+    model: str = ""
+
+    @property
+    def message(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                 for c in self.tool_calls]
+        return msg
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     name: str

@@ -8,16 +8,18 @@ that rejects the field (HTTP 400/422) is asked again without it, and remembered.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..errors import ConfigError, ProviderError, ProviderResponseError, ProviderTimeout
-from .chat import ChatResult
+from ..errors import ConfigError, ProviderError, ProviderResponseError, ProviderTimeout, ToolsRejected
+from .chat import ChatResult, ToolCall, ToolReply
 
 if TYPE_CHECKING:
     from ..config import LLMSettings
@@ -54,6 +56,7 @@ class OpenAIChatModel:
                                     "off": ["off"]}[settings.json_mode]
         self._formats_lock = threading.Lock()
         self.last_json_mode = ""  # the response_format kind the last call used ("off" = none)
+        self.tools_supported: bool | None = None  # None: not asked yet; False: the endpoint refused tools
 
     def close(self) -> None:
         self._client.close()
@@ -79,6 +82,44 @@ class OpenAIChatModel:
                 raise exc.error from None
             self.last_json_mode = kind
             return self._result(data)
+
+    def complete_tools(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                       temperature: float = 0.3) -> ToolReply:
+        """A chat completion offering ``tools`` (OpenAI format); the answer may hold tool calls.
+        ``ToolsRejected`` when the endpoint refuses tools (HTTP 400/422 about them), then at once
+        on every later call: the caller asks without tools."""
+        if self.tools_supported is False and tools:
+            raise ToolsRejected(f"LLM endpoint {self.base_url} does not accept tools")
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature}
+        if tools:
+            body["tools"] = tools
+        try:
+            data = self._post(body)
+        except ToolsRejected:
+            self.tools_supported = False
+            raise
+        if tools:
+            self.tools_supported = True
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ProviderResponseError(f"LLM endpoint {self.base_url} sent no choices[0].message") from exc
+        text = message.get("content") if isinstance(message, dict) else None
+        if isinstance(text, list):
+            text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        calls = []
+        for i, c in enumerate((message.get("tool_calls") if isinstance(message, dict) else None) or []):
+            fn = c.get("function") if isinstance(c, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
+            args = fn.get("arguments")
+            args = args if isinstance(args, str) else json.dumps(args if args is not None else {}, ensure_ascii=False)
+            calls.append(ToolCall(id=str(c.get("id") or f"call_{i}") if isinstance(c, dict) else f"call_{i}",
+                                  name=str(fn.get("name") or ""), arguments=args))
+        if not isinstance(text, str):
+            text = ""
+        if not text and not calls:
+            raise ProviderResponseError(f"LLM endpoint {self.base_url} sent a message with neither text nor tool calls")
+        return ToolReply(text=text, tool_calls=tuple(calls), usage=_usage(data), model=str(data.get("model") or self.model))
 
     # ---- transport ---------------------------------------------------------------------
     def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +153,8 @@ class OpenAIChatModel:
                     f"LLM endpoint {self.base_url} answered HTTP {resp.status_code}: {_snippet(resp.text)}")
                 if resp.status_code in (400, 422) and "response_format" in payload:
                     raise _FormatRejected(resp.status_code, error)
+                if resp.status_code in (400, 422) and "tools" in payload and re.search(r"tool|function", resp.text, re.I):
+                    raise ToolsRejected(str(error))
                 if resp.status_code not in RETRY_STATUS:
                     raise error
                 failure, cause = error, None
@@ -137,13 +180,17 @@ class OpenAIChatModel:
         if not isinstance(text, str):
             raise ProviderResponseError(f"LLM endpoint {self.base_url} sent a message without text content "
                                         f"(finish_reason={choice.get('finish_reason')!r})")
-        got = data.get("usage")
-        raw_usage: dict[str, Any] = got if isinstance(got, dict) else {}
-        usage = {k: int(raw_usage[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-                 if isinstance(raw_usage.get(k), (int, float))}
-        if "total_tokens" not in usage and usage:
-            usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-        return ChatResult(text=text, usage=usage, model=str(data.get("model") or self.model))
+        return ChatResult(text=text, usage=_usage(data), model=str(data.get("model") or self.model))
+
+
+def _usage(data: dict[str, Any]) -> dict[str, int]:
+    got = data.get("usage")
+    raw_usage: dict[str, Any] = got if isinstance(got, dict) else {}
+    usage = {k: int(raw_usage[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+             if isinstance(raw_usage.get(k), (int, float))}
+    if "total_tokens" not in usage and usage:
+        usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+    return usage
 
 
 class _FormatRejected(Exception):

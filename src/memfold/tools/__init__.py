@@ -10,10 +10,11 @@ schemas for function-calling APIs and a dispatcher that never raises.
     result = tools.call(call.function.name, call.function.arguments)   # a JSON-serialisable dict
 """
 
+from .agent import AgentTurn, MemoryAgent, ToolUse
 from .dispatch import ERROR_CODES, MemoryTools, call
 from .handlers import ToolContext
 from .registry import TOOLS, Tool, tool_names
 from .schemas import anthropic_tools, input_schema, openai_tools
 
-__all__ = ["TOOLS", "Tool", "ToolContext", "MemoryTools", "call", "ERROR_CODES", "tool_names", "openai_tools",
-           "anthropic_tools", "input_schema"]
+__all__ = ["MemoryAgent", "AgentTurn", "ToolUse", "TOOLS", "Tool", "ToolContext", "MemoryTools", "call",
+           "ERROR_CODES", "tool_names", "openai_tools", "anthropic_tools", "input_schema"]

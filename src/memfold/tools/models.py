@@ -68,8 +68,8 @@ class MemoryForgetInput(ToolInput):
 class MemoryReadInput(ToolInput):
     path: str | None = _f(None, "MEMORY.md (default), learnings.md or memory/YYYYMM/YYYYMMDD.md.",
                           "MEMORY.md（默认）、learnings.md 或 memory/YYYYMM/YYYYMMDD.md。", max_length=MAX_PATH_CHARS)
-    section: str | None = _f(None, "Only this section (its heading, e.g. 'Todos & Commitments' or '待办与承诺').",
-                             "只读这一节（标题，如 '待办与承诺' 或 'Todos & Commitments'）。", max_length=200)
+    section: str | None = _f(None, "Only this section, by its heading (e.g. 'Todos & Commitments').",
+                             "只读这一节，按标题（如 '待办与承诺'）。", max_length=200)
 
 
 class WriteFileInput(ToolInput):
