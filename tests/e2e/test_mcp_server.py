@@ -21,6 +21,8 @@ from memfold import Memory
 from memfold.models import EPISODIC
 from memfold.tools import TOOLS, input_schema
 
+from ..conftest import run_cli
+
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
@@ -245,3 +247,11 @@ def test_streamable_http_server(tmp_path: Path) -> None:
         out, errs = proc.communicate(timeout=30)
     assert f"http://127.0.0.1:{port}/mcp" in errs and out == ""
     assert "7:40" in (root / "dora" / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_bad_arguments_are_refused_before_serving(tmp_path: Path) -> None:
+    for args, words in ((["--user", "../bob"], "user"), (["--http", "--port", "0"], "--port"),
+                        (["--agent", "a\nb"], "agent")):
+        res = run_cli(tmp_path / "ws", "mcp", *args)
+        assert res.returncode == 1 and res.stderr.startswith("error:") and words in res.stderr, res.stderr
+        assert res.stdout == ""

@@ -209,7 +209,7 @@ def test_chat_exit_stores_what_was_said(root: Path, llm_server) -> None:
     assert listed[0]["closed_at"] is None and listed[0]["total_messages"] == 4
 
 
-def test_chat_exit_does_not_store_again_what_a_tool_call_stored(root: Path, llm_server) -> None:
+def test_chat_exit_does_not_store_again_what_a_tool_call_stored(root: Path, embedder, llm_server) -> None:
     llm_server.script(Reply(tool_calls=[tool_call("memory_append", {"content": "I like green tea"}, "c1")]),
                       "Noted, green tea it is.")
     llm_server.default_reply = Reply(content="Sure.")
@@ -219,6 +219,6 @@ def test_chat_exit_does_not_store_again_what_a_tool_call_stored(root: Path, llm_
     assert "[memory_append] ok" in res.stderr and "remembered:" not in res.stdout
     shown = run_cli(root, "show", "--user", "hal").stdout
     assert shown.count("I like green tea") == 1, shown
-    with Memory(root=root) as m:  # the turns are in the session; the stored memory once
+    with Memory(root=root, embedder=embedder) as m:  # the turns are in the session; the stored memory once
         turns = _turns(m, "hal")
         assert "What time is it?" in turns and TEA not in turns  # the tool's turn was not extracted again

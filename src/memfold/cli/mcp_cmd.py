@@ -9,6 +9,7 @@ import typer
 
 from .common import User, err, runtime
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 NO_SDK = ("memfold mcp needs the MCP SDK, which is not installed: pip install 'memfold[mcp]' "
           "(or pip install mcp)")
 
@@ -38,6 +39,10 @@ def mcp(ctx: typer.Context, user: User = "default",
         if http:
             err.print(f"memfold MCP server for user {ns.user_id!r} on http://{host}:{port}{HTTP_PATH}",
                       markup=False, highlight=False)
+            if host not in LOOPBACK:
+                err.print(f"warning: {host} is reachable from other machines and the server has no "
+                          "authentication: anyone who can connect reads and changes this memory",
+                          markup=False, highlight=False)
             run_http(server, host, port)
         else:
             run_stdio(server)  # standard output carries the protocol: nothing else is printed there
