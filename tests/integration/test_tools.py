@@ -95,6 +95,7 @@ def test_every_tool_works_through_call(hm: Memory, root: Path, language: str):
     hits = _ok(tools.call("memory_search", {"query": w["query"], "limit": 5}))["results"]
     assert hits[0]["id"] == liked["id"] and hits[0]["content"] == w["like"]
 
+    assert _ok(tools.call("memory_read", {"path": "memory/MEMORY.md"}))["path"] == "MEMORY.md"
     whole = _ok(tools.call("memory_read", {}))
     assert whole["exists"] and w["like"] in whole["text"] and "mf:" not in whole["text"]
     part = _ok(tools.call("memory_read", {"section": w["section"]}))
@@ -119,6 +120,10 @@ def test_every_tool_works_through_call(hm: Memory, root: Path, language: str):
     assert wrote["stored"][0]["memory_type"] == "todo"  # typed by the section it was written under
     text = (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
     assert text.count(w["like2"]) == 1 and w["todo"] in text and w["fact"] in text  # appended, nothing overwritten
+    longer = _ok(tools.call("write_file", {"path": "memory/MEMORY.md", "content": f"- {w['like2']}!!\n- {w['todo']}"}))
+    assert [s["content"] for s in longer["stored"]] == [f"{w['like2']}!!"]  # a line that only contains another is new
+    again = _ok(tools.call("write_file", {"path": "./MEMORY.md", "content": (root / "alice" / "MEMORY.md").read_text()}))
+    assert again["stored"] == [] and again["notes"] == ["nothing new: every line is already in MEMORY.md"]
 
     dry = _ok(tools.call("memory_forget", {"query_or_id": fact["id"], "dry_run": True}))
     assert dry["dry_run"] and [f["id"] for f in dry["forgotten"]] == [fact["id"]]
@@ -145,6 +150,12 @@ def test_edit_can_add_and_remove_whole_lines_and_daily_notes(hm: Memory, root: P
     edited = _ok(tools.call("memory_edit", {"path": note["file"], "old_text": "bought apples",
                                             "new_text": "bought pears"}))
     assert edited["updated"] == [note["id"]] and hm.get(note["id"], "alice").content == "bought pears"
+    hm.init("alice")
+    anchor = "<!-- Approaches that worked -->"
+    skill = _ok(tools.call("memory_edit", {"path": "./learnings.md", "old_text": anchor,
+                                           "new_text": anchor + "\n\n- Deploy with make release, then tag"}))
+    assert skill["path"] == "learnings.md" and hm.get(skill["added"][0], "alice").memory_type.value == "skill"
+    assert "make release" in _ok(tools.call("memory_read", {"path": "learnings.md", "section": "Skills"}))["text"]
 
 
 # ---- error results ---------------------------------------------------------------------------
@@ -298,3 +309,14 @@ def test_memory_off_in_the_config_and_on_for_one_user(root: Path):
         m.set_memory_enabled(True, "carol")
         assert m.memory_enabled("carol") and not m.memory_enabled("alice")
         _ok(call(m, "memory_append", {"content": "I like rooibos"}, user_id="carol"))
+
+
+def test_memory_read_stays_within_memory_char_limit(root: Path):
+    with Memory(root=root, embedder=HashEmbedder(), policy={"memory_char_limit": 300}) as m:
+        for i in range(20):
+            m.add(f"Fact number {i}: the garden gate is painted colour {i}", "alice", memory_type="fact")
+        got = _ok(call(m, "memory_read", {}, user_id="alice"))
+        assert got["truncated"] and len(got["text"]) <= 300 and "memory truncated" in got["text"]
+        assert got["text"].startswith("# 🧠 Memory") and got["text"].rstrip().endswith("concise._")  # head and tail
+        small = _ok(call(m, "memory_read", {"section": "Important Events"}, user_id="alice"))
+        assert not small["truncated"] and small["text"].startswith("## Important Events")

@@ -6,7 +6,10 @@ the injected instructions name exactly the tools that exist, in the user's langu
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,15 +142,23 @@ def test_chat_stores_what_the_user_asks_to_remember_in_the_same_turn(root: Path,
     assert run_cli(root, "init", "--lang", language, "--user", "alice").returncode == 0
     fact, ask = ("I like green tea", "Remember that I like green tea") if language == "en" else \
         ("我喜欢喝绿茶", "记住我喜欢喝绿茶")
+    new = fact.replace("green", "black").replace("绿", "红")
     llm_server.script(Reply(tool_calls=[tool_call("memory_append", {"content": fact})]), Reply("OK!"),
-                      Reply(tool_calls=[tool_call("memory_search", {"query": fact})]), Reply("You like it."))
-    out = _run_chat(root, llm_server, f"{ask}\nwhat do I like?\n/exit\n")
+                      Reply(tool_calls=[tool_call("memory_search", {"query": fact})]), Reply("You like it."),
+                      Reply(tool_calls=[tool_call("memory_edit", {"path": "MEMORY.md", "old_text": fact,
+                                                                  "new_text": new})]), Reply("Updated."),
+                      Reply(tool_calls=[tool_call("memory_forget", {"query_or_id": new})]), Reply("Forgotten."))
+    out = _run_chat(root, llm_server, f"{ask}\nwhat do I like?\nno, the other one\nforget it\n/exit\n")
     assert out.returncode == 0, out.stderr
     assert "assistant> OK!" in out.stdout and "assistant> You like it." in out.stdout
-    assert "[memory_append] ok" in out.stderr and "[memory_search] ok" in out.stderr
-    assert fact in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+    for name in ("memory_append", "memory_search", "memory_edit", "memory_forget"):
+        assert f"[{name}] ok" in out.stderr, out.stderr
+    assert "assistant> Forgotten." in out.stdout
+    text = (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+    assert fact not in text and new not in text  # edited, then forgotten
     reqs = llm_server.chat_requests()
-    assert [len(r["body"].get("tools", [])) for r in reqs] == [len(TOOLS)] * 4
+    assert [len(r["body"].get("tools", [])) for r in reqs] == [len(TOOLS)] * 8
+    assert _tool_messages(reqs[5])[-1]["updated"]  # the edit changed the stored memory
     system = reqs[0]["body"]["messages"][0]["content"]
     assert set(TOOL_NAME.findall(system)) == set(TOOLS) and ("记忆工具" in system) == (language == "zh")
     assert _tool_messages(reqs[1])[0]["stored"][0]["content"] == fact  # stored before the answer of turn 1
@@ -185,3 +196,29 @@ def test_chat_with_memory_off_offers_no_tools_and_stores_nothing(root: Path, llm
     on = run_cli(root, "memory", "on", "--user", "alice")
     assert on.returncode == 0 and "memory is on" in on.stdout
     assert "memory is on for user 'bob'" in run_cli(root, "memory", "status", "--user", "bob").stdout
+
+
+def test_memory_switched_off_during_a_chat_is_honoured_at_the_next_message(root: Path,
+                                                                            llm_server: ScriptedOpenAIServer):
+    llm_server.script(Reply("first"), Reply("second"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
+    proc = subprocess.Popen([sys.executable, "-m", "memfold", "--root", str(root), "chat", "--base-url",
+                             llm_server.base_url, "--model", "scripted", "--user", "alice"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("hello\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "assistant> first"
+        assert run_cli(root, "memory", "off", "--user", "alice").returncode == 0
+        proc.stdin.write("remember that I like green tea\n/exit\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "assistant> second"
+        assert proc.wait(timeout=120) == 0
+    finally:
+        proc.kill()
+    first, second = llm_server.chat_requests()
+    assert "tools" in first["body"] and "tools" not in second["body"]
+    assert TOOL_NAME.findall(second["body"]["messages"][0]["content"]) == []
+    assert second["body"]["messages"][0]["content"].startswith("You are a helpful AI assistant.")  # no memory
+    assert first["body"]["messages"][0]["content"].startswith("You are an AI assistant with long-term memory.")

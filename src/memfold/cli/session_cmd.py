@@ -62,7 +62,7 @@ def chat(ctx: typer.Context,
         err.print(f"session {session!r} had ended; reopened", markup=False, highlight=False)
     tool_agent = MemoryAgent(llm, MemoryTools(m, user, s.agent_id, language=s.language)) \
         if isinstance(llm, ToolChat) else None
-    use_tools = s.memory_enabled and tool_agent is not None  # function calling when the endpoint has it
+    use_tools = not no_memory and tool_agent is not None  # function calling when the endpoint has it
     interactive = sys.stdin.isatty()
     failures = 0
     if interactive:
@@ -85,6 +85,7 @@ def chat(ctx: typer.Context,
         if text == "/help":
             out.print(CHAT_HELP)
             continue
+        s.memory_enabled = not no_memory and m.memory_enabled(user)  # `memfold memory off` meanwhile: honoured now
         try:
             answer, use_tools, saved = _answer(s, llm, tool_agent if use_tools else None, text, system)
         except ProviderError as exc:

@@ -63,6 +63,8 @@ def checked_path(space: UserSpace, path: object) -> str:
     if ".." in parts:
         raise PathRefusedError(f"path {path!r} is refused: '..' leads out of your memory folder")
     rel = "/".join(p for p in parts if p != ".")
+    if rel == f"memory/{FILE_MEMORY}":  # where seed 001's agents keep it
+        rel = FILE_MEMORY
     try:
         space.path(rel)  # resolves symlinks: one leading out of the folder is refused here
     except InvalidInputError as exc:
@@ -104,6 +106,7 @@ def edit_text(store: UserStore, path: str, old_text: str, new_text: str, author:
                                         "before it, or replace the whole line; nothing was changed")
         return body[:start] + new + body[end:]
 
+    store.sync()  # a hand edit made before this call is indexed first, not counted as this edit's
     before = store.index.content_hashes(store.user_id, rel)
     store.edit_text(rel, change, by=author)
     after = store.index.content_hashes(store.user_id, rel)

@@ -37,6 +37,11 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2})?\s*[:：]\s*")
 _COMMENT = re.compile(r"<!--.*?-->")
 
 
+def _line_text(line: str) -> str:
+    """A line's words without comments, bullet marker and leading date, spaces collapsed."""
+    return " ".join(_DATE.sub("", _BULLET.sub("", _COMMENT.sub("", line).strip())).split())
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """Whose memory a call reads and writes: the namespace, and the agent a saved memory is pinned to."""
@@ -106,22 +111,19 @@ def write_file(m: Memory, a: WriteFileInput, ctx: ToolContext) -> StoredResult:
     except NotFoundError:
         existing = ""
     known = {" ".join(e.content.split()) for e in parse(existing)}
+    known |= {_line_text(line) for line in existing.splitlines()}  # the file's other lines, as written
     new: list[tuple[str, str | None]] = []
     section: str | None = None
     for line in a.content.splitlines():
-        text = _COMMENT.sub("", line).strip()
-        if text.startswith("#"):
-            key = _SECTION_OF_HEADING.get(text.lstrip("#").strip().casefold())
+        if _COMMENT.sub("", line).strip().startswith("#"):
+            key = _SECTION_OF_HEADING.get(_COMMENT.sub("", line).strip().lstrip("#").strip().casefold())
             section = DEFAULT_TYPE_OF_SECTION[key].value if key else None
             continue
-        text = _DATE.sub("", _BULLET.sub("", text)).strip()
-        if not text or set(text) <= set("-_*=") or (text.startswith("_") and text.endswith("_")):
-            continue
-        flat = " ".join(text.split())
-        if flat in known or flat in existing:
+        flat = _line_text(line)
+        if not flat or set(flat) <= set("-_*=") or (flat.startswith("_") and flat.endswith("_")) or flat in known:
             continue
         known.add(flat)
-        new.append((text, section))
+        new.append((flat, section))
     if len(new) > MAX_WRITE_LINES:
         raise TooLongError(f"write_file would add {len(new)} memories, over the limit of {MAX_WRITE_LINES}; "
                            "write the new lines only, in several calls")

@@ -5,6 +5,7 @@ OpenAI ``tools=[{"type": "function", ...}]`` and Anthropic ``tools=[{"name", "de
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 from ..errors import InvalidInputError
@@ -22,8 +23,12 @@ def _check(language: str) -> str:
 def input_schema(tool: Tool, language: str = "en") -> dict[str, Any]:
     """The JSON schema of a tool's arguments: an object of typed properties, each described in
     ``language``; optional fields are plain (not ``anyOf`` with null), no titles."""
-    _check(language)
-    schema = copy.deepcopy(tool.input.model_json_schema())
+    return copy.deepcopy(_schema(tool.name, _check(language)))  # the caller may change its copy
+
+
+@functools.lru_cache(maxsize=64)
+def _schema(name: str, language: str) -> dict[str, Any]:
+    schema = copy.deepcopy(TOOLS[name].input.model_json_schema())
     props: dict[str, Any] = {}
     for name, prop in schema.get("properties", {}).items():
         zh = prop.pop("zh", None)
