@@ -131,6 +131,22 @@ def test_an_abandoned_session_is_ended_when_another_one_opens(root: Path, embedd
         assert not m.session("recent", "dan").closed
 
 
+def test_the_sweep_is_bounded_and_goes_on_where_it_stopped(mem: Memory, root: Path, monkeypatch) -> None:
+    from memfold.engine import session_end
+    from memfold.engine.ports import SessionPorts
+
+    for n in range(5):
+        mem.session(f"s{n}", "ivy").add_message("user", f"Remember that drawer {n} holds spoon {n + 10}")
+        _age(mem, "ivy", f"s{n}", 3000)
+    monkeypatch.setattr(session_end, "SWEEP_MAX", 2)
+    ports = SessionPorts(mem, mem, mem, mem.embedder, mem.index)
+    ends = session_end.SessionEnds(lambda u: root / u, lambda: ports, interval=0)
+    swept = [len(ends.sweep("ivy", 1440)) for _ in range(3)]
+    assert swept == [2, 2, 1]
+    assert all(mem.index.get_state("ivy", "session", f"s{n}")["closed_at"] for n in range(5))
+    assert ends.sweep("ivy", 1440) == [] and ends.sweep("ivy", 0) == []
+
+
 def test_a_session_expiring_while_held_is_ended_at_the_next_access(mem: Memory) -> None:
     s = mem.session("held", policy={"session_ttl_minutes": 5})
     s.add_message("user", TEA)

@@ -37,7 +37,8 @@ log = logging.getLogger("memfold")
 STATE_KIND = "session"
 DONE = "x"  # message flag: extracted already, or added while memory was off
 SWEEP_INTERVAL_S = 60.0  # a namespace's sessions are checked for expiry at most this often per process
-SWEEP_MAX = 200  # sessions examined per sweep (the oldest ids first); the rest at the next one
+SWEEP_MAX = 200  # sessions examined per sweep; the next sweep goes on where this one stopped
+SWEEP_USERS_MAX = 10_000  # namespaces whose last sweep time is remembered (older entries are dropped)
 
 
 @dataclass(frozen=True)
@@ -176,13 +177,13 @@ def reopen(ports: "SessionPorts", user_id: str, session_id: str) -> bool:
 
 
 def close_expired(ports: "SessionPorts", user_id: str, ttl_minutes: int, *, skip: str | None = None,
-                  limit: int = SWEEP_MAX) -> list[SessionEnd]:
-    """End every expired session of a namespace (at most ``limit`` examined). A session whose
-    extraction fails stays open and is tried again next time; a read-only workspace is left alone."""
+                  ids: list[str] | None = None) -> list[SessionEnd]:
+    """End every expired session of a namespace (or of ``ids`` only). A session whose extraction
+    fails stays open and is tried again next time; a read-only workspace is left alone."""
     if ttl_minutes <= 0:
         return []
     ended: list[SessionEnd] = []
-    for sid in ports.state.list_state(user_id, STATE_KIND)[:limit]:
+    for sid in ports.state.list_state(user_id, STATE_KIND) if ids is None else ids:
         if sid == skip:
             continue
         stored = ports.state.get_state(user_id, STATE_KIND, sid)
@@ -211,6 +212,7 @@ class SessionEnds:
         self._ports = ports
         self.interval = interval
         self._last: dict[str, float] = {}
+        self._cursor: dict[str, int] = {}  # where the next sweep of a namespace starts
         self._guard = threading.Lock()
 
     def sweep(self, user_id: str, ttl_minutes: int, *, skip: str | None = None) -> list[SessionEnd]:
@@ -221,5 +223,15 @@ class SessionEnds:
             last = self._last.get(user_id)
             if last is not None and now - last < self.interval:
                 return []
+            if len(self._last) >= SWEEP_USERS_MAX:  # bounded: forget namespaces not swept lately
+                for u in [u for u, t in self._last.items() if now - t >= self.interval]:
+                    self._last.pop(u, None)
+                    self._cursor.pop(u, None)
             self._last[user_id] = now
-        return close_expired(self._ports(), user_id, ttl_minutes, skip=skip)
+        ports = self._ports()
+        ids = ports.state.list_state(user_id, STATE_KIND)
+        with self._guard:
+            start = self._cursor.get(user_id, 0) % max(1, len(ids))
+            chunk = (ids[start:] + ids[:start])[:SWEEP_MAX]
+            self._cursor[user_id] = start + len(chunk)
+        return close_expired(ports, user_id, ttl_minutes, skip=skip, ids=chunk)
