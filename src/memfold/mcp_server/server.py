@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from ..engine.memory import Memory
-from ..errors import NotFoundError
+from ..errors import MemfoldError, NotFoundError
 from ..models import FILE_MEMORY
 from ..tools import TOOLS, call, input_schema
 
@@ -94,7 +94,10 @@ def build_server(memory: Memory, ns: Namespace) -> Server[Any]:
     engine = anyio.CapacityLimiter(1)  # one engine call at a time, off the event loop
 
     async def run(fn: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args, limiter=engine)
+        try:
+            return await anyio.to_thread.run_sync(fn, *args, limiter=engine)
+        except MemfoldError as exc:  # a listing or a read that failed: the reason, not a bare internal error
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
 
     async def on_list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                             ) -> types.ListToolsResult:
