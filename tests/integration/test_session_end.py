@@ -102,6 +102,17 @@ def test_memory_off_extracts_nothing_at_the_end_nor_later(mem: Memory) -> None:
     assert s3.close().extracted == 0 and not _file_backed(mem)
 
 
+def test_memory_switched_off_for_the_user_while_a_session_runs(mem: Memory) -> None:
+    s = mem.session("switch", "kim")
+    s.add_message("user", "Remember that I like mint tea")  # said with memory on
+    mem.set_memory_enabled(False, "kim")
+    s.add_message("user", "Remember that I like black coffee")  # said with memory off
+    assert s.close().extracted == 0 and not _file_backed(mem, "kim") and not _turns(mem, "kim")
+    mem.set_memory_enabled(True, "kim")
+    s.reopen()
+    assert s.close().extracted == 0  # the turns were not extracted, but are done: never later either
+
+
 def test_an_expired_session_is_ended_by_whoever_opens_it(root: Path, embedder) -> None:
     with Memory(root=root, embedder=embedder) as m:
         m.session("old", "carol").add_message("user", TEA)

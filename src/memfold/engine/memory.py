@@ -58,7 +58,7 @@ class Memory:
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder)
         self._ends = SessionEnds(lambda u: self.workspace.user(u).dir, lambda: self._session_ports)  # locks, TTL
-        self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, lock=self._ends.locks)
+        self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, self._ends.locks, self.memory_enabled)
         self.policy("default")  # validate argument overrides at construction
 
     # ---- wiring ----------------------------------------------------------------------

@@ -41,8 +41,8 @@ class Pins(Protocol):
 @dataclass(frozen=True)
 class SessionPorts:
     """What a session uses: retrieval, ingestion, pin lists, the embedder (relevant history),
-    the state rows and a per-namespace lock held while a session changes (None: a lock of this
-    process only)."""
+    the state rows, a per-namespace lock held while a session changes (None: a lock of this
+    process only) and the namespace's memory switch."""
 
     retriever: Retrieves
     ingest: Ingests
@@ -50,3 +50,4 @@ class SessionPorts:
     embedder: Embedder
     state: SessionState
     lock: Callable[[str], AbstractContextManager[Any]] | None = None
+    enabled: Callable[[str], bool] | None = None  # memory on for a namespace, read fresh (None: always on)

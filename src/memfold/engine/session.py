@@ -197,7 +197,7 @@ class Session:
             if self._state.closed_at:
                 raise ends.closed_error(self.session_id, self.user_id, self._state.closed_at, self._state.closed_reason)
             msg: dict[str, Any] = {"role": role, "content": content, "at": utcnow().isoformat()}
-            if extracted or not self.memory_enabled:  # stored already, or said with memory off: never extracted
+            if extracted or not ends.may_extract(self._ports, self.user_id, self.memory_enabled):  # stored, or off
                 msg[ends.DONE] = True
             self._state.messages.append(msg)
             self._state.total_messages += 1
@@ -357,7 +357,7 @@ class Session:
 
     def _extract(self, messages: list[dict[str, Any]]) -> list[str]:
         """Send folded messages to long-term extraction (seed 003 §5.1: on summary created)."""
-        if not self.memory_enabled or not messages:
+        if not messages or not ends.may_extract(self._ports, self.user_id, self.memory_enabled):
             return []
         try:
             self._ports.ingest.add([{"role": m["role"], "content": m["content"], "timestamp": m.get("at")}

@@ -97,6 +97,12 @@ class SessionLocks:
 _LOCAL = threading.RLock()
 
 
+def may_extract(ports: "SessionPorts", user_id: str, memory_enabled: bool) -> bool:
+    """Whether a session's messages may go to long-term memory: memory on for the session and,
+    read now, for the namespace (``memfold memory off`` while a session runs is honoured)."""
+    return memory_enabled and (ports.enabled is None or ports.enabled(user_id))
+
+
 def _lock(ports: "SessionPorts", user_id: str) -> Any:
     return ports.lock(user_id) if ports.lock is not None else _LOCAL
 
@@ -138,7 +144,8 @@ def end_session(ports: "SessionPorts", user_id: str, session_id: str, *, reason:
         if reason == "ttl" and not expired(stored, ttl_minutes, now):
             return None
         messages: list[dict[str, Any]] = stored.setdefault("messages", [])
-        todo = [m for m in pending(messages) if m.get("content", "").strip()] if memory_enabled else []
+        todo = [m for m in pending(messages) if m.get("content", "").strip()] \
+            if may_extract(ports, user_id, memory_enabled) else []
         added: tuple[MemoryRecord, ...] = ()
         warnings: tuple[str, ...] = ()
         if todo:
