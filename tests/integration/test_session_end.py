@@ -149,11 +149,14 @@ def test_the_sweep_is_bounded_and_goes_on_where_it_stopped(mem: Memory, root: Pa
     for n in range(5):
         mem.session(f"s{n}", "ivy").add_message("user", f"Remember that drawer {n} holds spoon {n + 10}")
         _age(mem, "ivy", f"s{n}", 3000)
-    monkeypatch.setattr(session_end, "SWEEP_MAX", 2)
+    monkeypatch.setattr(session_end, "SWEEP_MAX", 3)
+    monkeypatch.setattr(session_end, "SWEEP_END_MAX", 2)
     ports = SessionPorts(mem, mem, mem, mem.embedder, mem.index)
     ends = session_end.SessionEnds(lambda u: root / u, lambda: ports, interval=0)
-    swept = [len(ends.sweep("ivy", 1440)) for _ in range(3)]
-    assert swept == [2, 2, 1]
+    swept = [len(ends.sweep("ivy", 1440)) for _ in range(2)]
+    closed = [bool(mem.index.get_state("ivy", "session", f"s{n}").get("closed_at")) for n in range(5)]
+    assert swept == [2, 2] and closed == [True, True, True, True, False]  # in order, none skipped
+    assert len(ends.sweep("ivy", 1440)) == 1
     assert all(mem.index.get_state("ivy", "session", f"s{n}")["closed_at"] for n in range(5))
     assert ends.sweep("ivy", 1440) == [] and ends.sweep("ivy", 0) == []
 

@@ -38,6 +38,7 @@ STATE_KIND = "session"
 DONE = "x"  # message flag: extracted already, or added while memory was off
 SWEEP_INTERVAL_S = 60.0  # a namespace's sessions are checked for expiry at most this often per process
 SWEEP_MAX = 200  # sessions examined per sweep; the next sweep goes on where this one stopped
+SWEEP_END_MAX = 5  # sessions ended per sweep (each may cost an LLM call while a session is being opened)
 SWEEP_USERS_MAX = 10_000  # namespaces whose last sweep time is remembered (older entries are dropped)
 
 
@@ -184,13 +185,17 @@ def reopen(ports: "SessionPorts", user_id: str, session_id: str) -> bool:
 
 
 def close_expired(ports: "SessionPorts", user_id: str, ttl_minutes: int, *, skip: str | None = None,
-                  ids: list[str] | None = None) -> list[SessionEnd]:
-    """End every expired session of a namespace (or of ``ids`` only). A session whose extraction
-    fails stays open and is tried again next time; a read-only workspace is left alone."""
-    if ttl_minutes <= 0:
-        return []
+                  ids: list[str] | None = None, max_end: int | None = None) -> tuple[list[SessionEnd], int]:
+    """End the expired sessions of a namespace (or of ``ids`` only), at most ``max_end`` of them
+    (each may cost an LLM call); returns them and how many ids were examined. A session whose
+    extraction fails stays open and is tried again next time; a read-only workspace is left alone."""
     ended: list[SessionEnd] = []
-    for sid in ports.state.list_state(user_id, STATE_KIND) if ids is None else ids:
+    ids = ports.state.list_state(user_id, STATE_KIND) if ids is None else ids
+    if ttl_minutes <= 0:
+        return ended, len(ids)
+    for n, sid in enumerate(ids):
+        if max_end is not None and len(ended) >= max_end:
+            return ended, n
         if sid == skip:
             continue
         stored = ports.state.get_state(user_id, STATE_KIND, sid)
@@ -199,13 +204,13 @@ def close_expired(ports: "SessionPorts", user_id: str, ttl_minutes: int, *, skip
         try:
             res = end_session(ports, user_id, sid, reason="ttl", ttl_minutes=ttl_minutes)
         except ReadOnlyWorkspaceError:
-            return ended
+            return ended, len(ids)
         except MemfoldError as exc:
             log.warning("expired session %s of %s: extraction failed, left open: %s", sid, user_id, exc)
             continue
         if res is not None and not res.already_closed:
             ended.append(res)
-    return ended
+    return ended, len(ids)
 
 
 class SessionEnds:
@@ -239,6 +244,8 @@ class SessionEnds:
         ids = ports.state.list_state(user_id, STATE_KIND)
         with self._guard:
             start = self._cursor.get(user_id, 0) % max(1, len(ids))
-            chunk = (ids[start:] + ids[:start])[:SWEEP_MAX]
-            self._cursor[user_id] = start + len(chunk)
-        return close_expired(ports, user_id, ttl_minutes, skip=skip, ids=chunk)
+        chunk = (ids[start:] + ids[:start])[:SWEEP_MAX]
+        ended, examined = close_expired(ports, user_id, ttl_minutes, skip=skip, ids=chunk, max_end=SWEEP_END_MAX)
+        with self._guard:
+            self._cursor[user_id] = start + examined
+        return ended
