@@ -12,6 +12,7 @@ from .errors import (
                      ProviderError,
                      ReadOnlyWorkspaceError,
                      SecretRefusedError,
+                     SessionClosedError,
 )
 from .models import AddResult, DailyNote, HistoryEntry, MemoryRecord, MemoryType, Message, Retrieval, SearchHit
 from .policy import Policy
@@ -21,5 +22,5 @@ __all__ = [
     "Memory", "Settings", "load_settings", "Policy",
     "MemoryRecord", "MemoryType", "SearchHit", "Retrieval", "DailyNote", "HistoryEntry", "Message", "AddResult",
     "MemfoldError", "ConfigError", "InvalidInputError", "MemoryIndexError", "NotFoundError", "ProviderError",
-    "SecretRefusedError", "ReadOnlyWorkspaceError",
+    "SecretRefusedError", "ReadOnlyWorkspaceError", "SessionClosedError",
 ]

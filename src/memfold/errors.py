@@ -15,6 +15,10 @@ class NotFoundError(MemfoldError):
     """A memory, session or file that was asked for does not exist."""
 
 
+class SessionClosedError(MemfoldError):
+    """A message was added to a session that has ended (``Session.reopen()`` or a new session id)."""
+
+
 class SecretRefusedError(MemfoldError):
     """Content was refused because it contains a secret (password, key, card or ID number)."""
 
@@ -80,6 +84,7 @@ __all__ = [
     "MemfoldError",
     "ConfigError",
     "NotFoundError",
+    "SessionClosedError",
     "SecretRefusedError",
     "InvalidInputError",
     "TooLongError",

@@ -21,6 +21,7 @@ class Policy:
     session_summary_keep_count: int = 4
     session_relevant_history_limit: int = 0
     session_relevant_fallback_keep: int = 8
+    session_ttl_minutes: int = 1440  # a session untouched this long is ended (its turns extracted); 0 = never
     long_term_compress_char_threshold: int = 0
     evolution_enabled: bool = False
     memory_char_limit: int = 5000
@@ -69,6 +70,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "session_summary_keep_count": (0, 1000),
     "session_relevant_history_limit": (0, 10_000),
     "session_relevant_fallback_keep": (0, 10_000),
+    "session_ttl_minutes": (0, 5_256_000),
     "long_term_compress_char_threshold": (0, 100_000_000),
     "memory_char_limit": (100, 10_000_000),
     "max_recent_memories": (1, 10_000),

@@ -35,6 +35,7 @@ TESTED_ELSEWHERE = {
     "old_memory_access_below": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "memory_tidy_percent": ("test_maintenance_tidy", "test_tidy_instruction_appears_when_memory_approaches_the_limit"),
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
+    "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }
 ONLY_SCORE = {"score_weight_similarity": 0.0, "score_weight_time": 0.0, "score_weight_importance": 0.0}
 

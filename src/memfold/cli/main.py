@@ -12,7 +12,19 @@ import typer
 from rich.table import Table
 
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
-from . import eval_cmd, llm_cmd, maintain_cmd, memory_cmd, metrics_view, migrate_cmd, policy_cmd, render, serve_cmd, session_cmd
+from . import (
+    eval_cmd,
+    llm_cmd,
+    maintain_cmd,
+    mcp_cmd,
+    memory_cmd,
+    metrics_view,
+    migrate_cmd,
+    policy_cmd,
+    render,
+    serve_cmd,
+    session_cmd,
+)
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
 from .help_compat import hide_flag_types
 
@@ -321,6 +333,7 @@ eval_cmd.register(app)  # eval locomo|madial, bench
 memory_cmd.register(app)  # memory on|off|status
 serve_cmd.register(app)  # serve, keys create|list|revoke
 maintain_cmd.register(app)  # maintain
+mcp_cmd.register(app)  # mcp [--http]: the memory tools as an MCP server
 
 
 def _os_reason(exc: OSError, path: Any) -> str:

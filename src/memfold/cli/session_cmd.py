@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from .common import Json, NoMemory, System, User, err, out, print_json, runtime
+
+if TYPE_CHECKING:
+    from ..engine.session import Session
 
 NO_ENDPOINT = """\
 memfold chat needs an OpenAI-compatible chat endpoint, and none is configured.
@@ -26,7 +29,8 @@ Or once in <root>/config.toml:
     api_key_env = "DEEPSEEK_API_KEY"
 (or the environment: MEMFOLD_LLM__PROVIDER=openai MEMFOLD_LLM__BASE_URL=... MEMFOLD_LLM__MODEL=...)
 """
-CHAT_HELP = "Type a message and press Enter. /summary shows the conversation summary, /exit quits."
+CHAT_HELP = ("Type a message and press Enter. /summary shows the conversation summary, /exit ends the session "
+             "(what it holds is saved to memory) and quits.")
 
 
 def chat(ctx: typer.Context,
@@ -53,6 +57,9 @@ def chat(ctx: typer.Context,
         raise ConfigError(NO_ENDPOINT.rstrip())
     s = m.session(session, user, agent, preset=preset, memory_enabled=not no_memory, chat_model=llm,
                   on_notice=lambda text: out.print(text, markup=False, highlight=False))
+    if s.closed:  # ended before (/exit or session_ttl_minutes): the conversation goes on
+        s.reopen()
+        err.print(f"session {session!r} had ended; reopened", markup=False, highlight=False)
     tool_agent = MemoryAgent(llm, MemoryTools(m, user, s.agent_id, language=s.language)) \
         if isinstance(llm, ToolChat) else None
     use_tools = not no_memory and tool_agent is not None  # function calling when the endpoint has it
@@ -70,6 +77,7 @@ def chat(ctx: typer.Context,
         if not text:
             continue
         if text in ("/exit", "/quit"):
+            _end(s)
             break
         if text == "/summary":
             out.print(s.summary or "(no summary yet)", markup=False, highlight=False)
@@ -79,24 +87,36 @@ def chat(ctx: typer.Context,
             continue
         s.memory_enabled = not no_memory and m.memory_enabled(user)  # `memfold memory off` meanwhile: honoured now
         try:
-            answer, use_tools = _answer(s, llm, tool_agent if use_tools else None, text, system)
+            answer, use_tools, saved = _answer(s, llm, tool_agent if use_tools else None, text, system)
         except ProviderError as exc:
             failures += 1
             err.print(f"error: {exc}", markup=False, highlight=False)
             s.add_message("user", text)  # the user's words are kept even when the model fails
             continue
         out.print(f"assistant> {answer}", markup=False, highlight=False)
-        s.add_message("user", text)
-        s.add_message("assistant", answer)
+        s.add_message("user", text, extracted=saved)  # the model stored what it holds: not extracted again
+        s.add_message("assistant", answer, extracted=saved)
     if failures:
         raise ProviderError(f"{failures} message(s) got no answer from the model; they were saved in the session")
 
 
-def _answer(s: Any, llm: Any, agent: Any, text: str, system: str | None) -> tuple[str, bool]:
-    """The model's answer to ``text``, and whether to go on offering tools. With ``agent`` the
+def _end(s: "Session") -> None:
+    """/exit: end the session; its unfolded turns go to long-term extraction."""
+    res = s.close()
+    for r in res.added:
+        out.print(f"remembered: {r.content}", markup=False, highlight=False)
+    for w in res.warnings:
+        err.print(f"warning: {w}", markup=False, highlight=False)
+    err.print(f"session {s.session_id!r} ended", markup=False, highlight=False)
+
+
+def _answer(s: Any, llm: Any, agent: Any, text: str, system: str | None) -> tuple[str, bool, bool]:
+    """The model's answer to ``text``, whether to go on offering tools, and whether a memory tool
+    stored something in this turn (then the session end does not extract it again). With ``agent`` the
     memory tools are offered and named in the instructions; an endpoint without function calling
     is asked again without them (and not offered tools again)."""
     from ..errors import ToolsRejected
+    from ..tools import TOOLS
 
     if agent is not None and agent.tools.names:
         built = s.context(text, base_prompt=system, tools=agent.tools.summaries())
@@ -109,10 +129,11 @@ def _answer(s: Any, llm: Any, agent: Any, text: str, system: str | None) -> tupl
             for c in turn.calls:
                 status = "ok" if c.result.get("ok") else f"error {c.result['error']['code']}: {c.result['error']['message']}"
                 err.print(f"[{c.name}] {status}", markup=False, highlight=False)
-            return turn.text, True
+            return turn.text, True, any(c.result.get("ok") and TOOLS[c.name].writes for c in turn.calls
+                                        if c.name in TOOLS)
         agent = None
     built = s.context(text, base_prompt=system)
-    return llm.complete(built.messages, temperature=0.7).text, agent is not None
+    return llm.complete(built.messages, temperature=0.7).text, agent is not None, False
 
 
 def context(ctx: typer.Context, query: str = typer.Argument(..., help="The user message to build the context for."),
@@ -176,8 +197,8 @@ def sessions(ctx: typer.Context, user: User = "default", as_json: Json = False) 
         out.print("no sessions")
     for r in rows:
         out.print(f"{r['session_id']}  agent={r['agent_id']}  messages={r['messages']}  "
-                      f"summary={r['summary_chars']} chars  folds={r['folds']}  total={r['total_messages']}",
-                      markup=False, highlight=False)
+                      f"summary={r['summary_chars']} chars  folds={r['folds']}  total={r['total_messages']}"
+                      + (f"  ended={r['closed_at']}" if r.get("closed_at") else ""), markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -34,6 +34,7 @@ from .ports import SessionPorts
 from .read import Retriever
 from .session import DEFAULT_AGENT, Session, check_language, session_policy, stateless_context
 from .session import STATE_KIND as SESSION_KIND
+from .session_end import SessionEnds
 from .store import UserStore, daily_file
 from .user_language import user_language
 from .write import WritePath
@@ -63,6 +64,9 @@ class Memory:
         self.retriever = Retriever(self._store, self.policy)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder)
+        self._ends = SessionEnds(lambda u: self.workspace.user(u).dir, lambda: self._session_ports)  # locks, TTL
+        self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, self._ends.locks, self.memory_enabled,
+                                           after_message=self.evolution)
         self.policy("default")  # validate argument overrides at construction
 
     # ---- wiring ----------------------------------------------------------------------
@@ -354,15 +358,11 @@ class Memory:
         user_id = guard.user(user_id)
         pol = session_policy(self.policy(user_id), preset, policy)
         memory_enabled = guard.flag(memory_enabled, "memory_enabled") and self.memory_enabled(user_id)
+        self._ends.sweep(user_id, pol.session_ttl_minutes if memory_enabled else 0, skip=session_id)  # abandoned ones
         chat = chat_model if chat_model is not None else self.chat_model
         return Session(self._session_ports, session_id, user_id, agent_id, pol, chat=chat,
                        language=check_language(language or self.language(user_id)),
                        memory_enabled=memory_enabled, on_notice=on_notice)
-
-    @property
-    def _session_ports(self) -> SessionPorts:
-        return SessionPorts(retriever=self, ingest=self, pins=self, embedder=self.embedder, state=self.index,
-                            after_message=self.evolution)
 
     def sessions(self, user_id: str = "default") -> list[str]:
         """The ids of the namespace's sessions."""
@@ -404,8 +404,16 @@ class Memory:
 
     # ---- agents: memory on/off, file edits and views (the tools/ package calls these) ----------------
     def memory_enabled(self, user_id: str = "default") -> bool:
-        """Whether memory is on for the namespace (``[memory] enabled``, ``memfold memory on|off``), read fresh."""
-        return switch.is_enabled(self.workspace.user(check_user_id(user_id)), self._base_policy, self._policy_args)
+        """Whether memory is on for the namespace (``[memory] enabled``, ``memfold memory on|off``), read fresh;
+        an overrides file broken by hand: the last good policy's switch (a warning), else the config's."""
+        try:
+            return switch.is_enabled(self.workspace.user(check_user_id(user_id)), self._base_policy, self._policy_args)
+        except ConfigError as exc:
+            log.warning("memory on/off of %s: %s", user_id, exc)
+            try:
+                return self.policy(user_id).enabled
+            except ConfigError:
+                return self._base_policy.merged(self._policy_args, "arguments").enabled
 
     def set_memory_enabled(self, enabled: bool, user_id: str = "default") -> Path:
         """Switch memory on or off for a namespace (the ``enabled`` key of its policy_overrides.json)."""

@@ -7,6 +7,7 @@ and read an agent's pin list (``Pins``). ``Memory`` satisfies all three."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,6 +31,7 @@ class SessionState(Protocol):
     def get_state(self, user_id: str, kind: str, key: str) -> dict[str, Any] | None: ...
     def put_state(self, user_id: str, kind: str, key: str, value: dict[str, Any]) -> None: ...
     def delete_state(self, user_id: str, kind: str, key: str) -> None: ...
+    def list_state(self, user_id: str, kind: str) -> list[str]: ...
 
 
 class Pins(Protocol):
@@ -47,11 +49,14 @@ class MessageHook(Protocol):
 @dataclass(frozen=True)
 class SessionPorts:
     """What a session uses: retrieval, ingestion, pin lists, the embedder (relevant history),
-    the state rows and what to tell after each message."""
+    the state rows, a per-namespace lock held while a session changes (None: a lock of this
+    process only), the namespace's memory switch and what to tell after each message."""
 
     retriever: Retrieves
     ingest: Ingests
     pins: Pins
     embedder: Embedder
     state: SessionState
+    lock: Callable[[str], AbstractContextManager[Any]] | None = None
+    enabled: Callable[[str], bool] | None = None  # memory on for a namespace, read fresh (None: always on)
     after_message: MessageHook | None = None

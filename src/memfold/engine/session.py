@@ -23,6 +23,7 @@ from ..providers.chat import ChatModel
 from ..text.secrets import redact
 from ..text.tokens import count_many, count_tokens
 from . import guard
+from . import session_end as ends
 from .context import MESSAGE_OVERHEAD, BuiltContext, ContextBuilder, reserve_tokens
 from .guard import check_fields
 from .pin import PinList
@@ -75,6 +76,8 @@ class _State:
     total_messages: int = 0
     created_at: str = ""
     updated_at: str = ""
+    closed_at: str = ""  # set when the session ended (engine/session_end.py)
+    closed_reason: str = ""  # "close" | "ttl"
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": 1, **self.__dict__}
@@ -126,6 +129,7 @@ class Session:
                 raise InvalidInputError(f"session {session_id!r} belongs to agent {self._state.agent_id!r}, "
                                         f"not {agent_id!r}")
             self._state.agent_id = self._state.agent_id or agent_id or DEFAULT_AGENT
+            self._expire()  # an abandoned session is ended by whoever finds it expired
 
     # ---- reading -----------------------------------------------------------------------
     @property
@@ -154,7 +158,12 @@ class Session:
                     "folded_messages": s.folded_messages, "dropped_messages": s.dropped_messages,
                     "total_messages": s.total_messages, "tokens": self.token_count(),
                     "context_window": self.policy.context_window, "created_at": s.created_at,
-                    "updated_at": s.updated_at}
+                    "updated_at": s.updated_at, "closed_at": s.closed_at or None}
+
+    @property
+    def closed(self) -> bool:
+        """True once the session has ended (``close()``, its ``with`` block, or its time to live)."""
+        return bool(self._state.closed_at)
 
     @property
     def pins(self) -> PinList:
@@ -174,17 +183,23 @@ class Session:
             return n + (count_tokens(self._state.summary, self.policy.token_encoding) if self._state.summary else 0)
 
     # ---- writing -----------------------------------------------------------------------
-    def add_message(self, role: str, content: str) -> SessionUpdate:
-        """Append a message; folds the history when a threshold is crossed (see ``SessionUpdate``)."""
+    def add_message(self, role: str, content: str, *, extracted: bool = False) -> SessionUpdate:
+        """Append a message; folds the history when a threshold is crossed (see ``SessionUpdate``).
+        ``extracted=True``: what it holds is stored already (a memory tool call): never extracted."""
         role = guard.text(role, "role").strip().lower()
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         content = guard.text(content, "content")
         check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts")
         content = redact(content)  # kept in the session state and sent to the summary LLM: never a secret
-        with self._lock:
+        with self._guard():
             self._reload()
-            self._state.messages.append({"role": role, "content": content, "at": utcnow().isoformat()})
+            if self._state.closed_at:
+                raise ends.closed_error(self.session_id, self.user_id, self._state.closed_at, self._state.closed_reason)
+            msg: dict[str, Any] = {"role": role, "content": content, "at": utcnow().isoformat()}
+            if extracted or not ends.may_extract(self._ports, self.user_id, self.memory_enabled):  # stored, or off
+                msg[ends.DONE] = True
+            self._state.messages.append(msg)
             self._state.total_messages += 1
             update = self._maybe_fold(reason=self._trigger())
             self._save()
@@ -194,7 +209,7 @@ class Session:
 
     def summarize(self) -> SessionUpdate:
         """Fold everything but the last ``session_summary_keep_count`` messages now."""
-        with self._lock:
+        with self._guard():
             self._reload()
             update = self._maybe_fold(reason="manual")
             self._save()
@@ -207,6 +222,34 @@ class Session:
             now = utcnow().isoformat()
             self._state = _State(self.session_id, self._state.agent_id, created_at=now, updated_at=now)
 
+    # ---- end -----------------------------------------------------------------------------
+    def close(self) -> ends.SessionEnd:
+        """End the session: the unfolded messages go to long-term extraction (LLM or rules, as
+        ``add``); later ``add_message`` calls raise SessionClosedError. Ending twice does nothing."""
+        with self._guard():
+            res = ends.end_session(self._ports, self.user_id, self.session_id, reason="close",
+                                   memory_enabled=self.memory_enabled, agent_id=self.agent_id)
+            self._load()
+            return res or ends.SessionEnd(self.session_id, "close")
+
+    def reopen(self) -> bool:
+        """Open an ended session again (what was extracted is not extracted twice). True when it was closed."""
+        with self._guard():
+            was = ends.reopen(self._ports, self.user_id, self.session_id)
+            self._load()
+            return was
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            self.close()
+        except MemfoldError as err:
+            if exc_type is None:
+                raise
+            log.warning("session %s: ending it failed while leaving on an error: %s", self.session_id, err)
+
     # ---- context -----------------------------------------------------------------------
     def build_context(self, user_message: str, *, base_prompt: str | None = None,
                       after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
@@ -217,7 +260,7 @@ class Session:
     def context(self, user_message: str, *, base_prompt: str | None = None,
                 after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> BuiltContext:
         """Like ``build_context`` with the token and capacity figures."""
-        with self._lock:
+        with self._guard():
             self._reload()
             pins = self.recent_memories if self.memory_enabled else []
             return self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
@@ -236,6 +279,22 @@ class Session:
         stored = self._index.get_state(self.user_id, STATE_KIND, self.session_id)
         if stored is not None and stored.get("updated_at") != self._state.updated_at:
             self._state = _State.from_dict(stored)
+        self._expire()
+
+    def _load(self) -> None:
+        stored = self._index.get_state(self.user_id, STATE_KIND, self.session_id)
+        if stored is not None:
+            self._state = _State.from_dict(stored)
+
+    def _guard(self) -> Any:
+        """The namespace's session lock (other processes too), then this object's."""
+        return ends.guarded(self._ports, self.user_id, self._lock)
+
+    def _expire(self) -> None:
+        st, ttl = self._state, self.policy.session_ttl_minutes
+        if ends.expired({"updated_at": st.updated_at, "closed_at": st.closed_at}, ttl):
+            ends.end_expired(self._ports, self.user_id, self.session_id, ttl, self.memory_enabled)
+            self._load()
 
     def _save(self) -> None:
         self._state.updated_at = utcnow().isoformat(timespec="microseconds")
@@ -279,7 +338,7 @@ class Session:
             st.folds += 1
             st.folded_messages += len(folded)
         dropped = self._force_compress()
-        errors += self._extract(folded + dropped)
+        errors += self._extract(ends.pending(folded + dropped))
         return SessionUpdate(summarized=bool(folded), reason=reason, folded=len(folded), dropped=len(dropped),
                              method=method, notice=NOTICE, errors=tuple(errors))
 
@@ -300,7 +359,7 @@ class Session:
 
     def _extract(self, messages: list[dict[str, Any]]) -> list[str]:
         """Send folded messages to long-term extraction (seed 003 §5.1: on summary created)."""
-        if not self.memory_enabled or not messages:
+        if not messages or not ends.may_extract(self._ports, self.user_id, self.memory_enabled):
             return []
         try:
             self._ports.ingest.add([{"role": m["role"], "content": m["content"], "timestamp": m.get("at")}

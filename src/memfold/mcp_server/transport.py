@@ -1,0 +1,31 @@
+"""Serving the MCP server: over stdio (an MCP client starts ``memfold mcp`` as a subprocess) or
+over streamable HTTP (``memfold mcp --http``, on 127.0.0.1 by default, endpoint ``/mcp``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+HTTP_PATH = "/mcp"
+
+
+def run_stdio(server: Server[Any]) -> None:
+    """Serve one client on standard input/output until it closes the connection."""
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def run_http(server: Server[Any], host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted. On a loopback host the
+    SDK's DNS-rebinding protection accepts only local Host and Origin headers."""
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
