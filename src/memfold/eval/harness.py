@@ -23,6 +23,7 @@ from ..providers.embedder import Embedder, embed_query, make_embedder
 from ..text.terms import terms
 from ..text.tokens import count_many
 from .metrics import QuestionResult
+from .vector_cache import CachedEmbedder
 
 HYBRID = "memfold"
 KEYWORD = "keyword"
@@ -93,14 +94,20 @@ class QueryCachingEmbedder:
 
 @contextmanager
 def eval_memory(root: str | Path | None, *, embedder: Embedder | None = None,
-                policy: dict[str, Any] | None = None) -> Iterator[Memory]:
-    """A ``Memory`` in a fresh temporary workspace (removed afterwards), or in ``root`` when given."""
+                policy: dict[str, Any] | None = None, vector_cache: str | Path | None = None) -> Iterator[Memory]:
+    """A ``Memory`` in a fresh temporary workspace (removed afterwards), or in ``root`` when given;
+    with ``vector_cache`` (a folder) the vectors are kept on disk across runs (``vector_cache.py``)."""
     tmp = None if root else tempfile.mkdtemp(prefix="memfold-eval-")
+    cached: CachedEmbedder | None = None
     try:
         inner = embedder or make_embedder(load_settings(root or tmp).embedder)
+        if vector_cache is not None:
+            inner = cached = CachedEmbedder(inner, vector_cache)
         with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy) as mem:
             yield mem
     finally:
+        if cached is not None:
+            cached.close()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 

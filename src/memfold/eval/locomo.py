@@ -50,7 +50,7 @@ def turn_ids(sessions: Sequence[Sequence[dict[str, Any]]]) -> set[str]:
 def run_locomo(path: str | Path, ks: Sequence[int] = DEFAULT_KS, *, baselines: bool = False,
                root: str | Path | None = None, embedder: Embedder | None = None,
                policy: dict[str, Any] | None = None, infer: bool = True,
-               progress: Progress | None = None) -> dict[str, Any]:
+               progress: Progress | None = None, vector_cache: str | Path | None = None) -> dict[str, Any]:
     """Run the protocol; returns the report (see ``summarise``), with ``baselines`` when asked."""
     progress = progress or NoProgress()
     convs = load_locomo(path)
@@ -61,7 +61,7 @@ def run_locomo(path: str | Path, ks: Sequence[int] = DEFAULT_KS, *, baselines: b
         prepared.append((namespace_for(c.get("sample_id") or f"conv-{i}", "locomo"), sessions, c["qa"]))
     results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
     n_memories = 0
-    with eval_memory(root, embedder=embedder, policy=policy) as mem:
+    with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
         progress.start("ingesting turns", sum(len(s) for _, ss, _ in prepared for s in ss))
         for ns, sessions, _ in prepared:
             require_empty(mem, ns)

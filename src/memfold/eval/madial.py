@@ -88,13 +88,13 @@ def load_madial(lang_dir: str | Path) -> tuple[list[MadialMemory], list[MadialDi
 def run_madial(lang_dir: str | Path, ks: Sequence[int] = MADIAL_KS, *, baselines: bool = False,
                root: str | Path | None = None, embedder: Embedder | None = None,
                policy: dict[str, Any] | None = None, infer: bool = True,
-               progress: Progress | None = None) -> dict[str, Any]:
+               progress: Progress | None = None, vector_cache: str | Path | None = None) -> dict[str, Any]:
     progress = progress or NoProgress()
     memories, dialogues = load_madial(lang_dir)
     clock = Clock()
     known = {m.id for m in memories}
     results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
-    with eval_memory(root, embedder=embedder, policy=policy) as mem:
+    with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
         for user in sorted({m.user for m in memories}):
             require_empty(mem, namespace_for(user, "madial"))
         progress.start("ingesting memories", len(memories))
