@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -144,6 +145,27 @@ def ask(mem: Memory, method: str, query: str, user_id: str, ks: Sequence[int], c
         found[k] = frozenset(s for r in top for s in r.source_ids)
         tokens[k] = sum(count_many([r.content for r in top]))
     return QuestionResult(category=category, gold=tuple(gold), found=found, tokens=tokens)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One scored question of a benchmark: ``group`` is its unit for cross-validation (a LoCoMo
+    conversation, a MADial dialogue, a LongMemEval question)."""
+
+    group: str
+    namespace: str
+    query: str
+    gold: tuple[str, ...]
+    category: str
+
+
+def use_policy(mem: Memory, overrides: dict[str, Any]) -> None:
+    """Search ``mem`` with these policy arguments from now on (tuning asks the same ingested
+    memories under many policies; only read-path keys make sense here)."""
+    with mem._lock:
+        mem._policy_args = dict(overrides)
+        mem._policies.clear()
+        mem.policy("default")  # validates the values
 
 
 def methods(baselines: bool) -> tuple[str, ...]:

@@ -15,9 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from ..providers.embedder import Embedder
-from .harness import Clock, NoProgress, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .harness import Clock, NoProgress, Probe, Progress, ask, eval_memory, methods, namespace_for, require_empty
 from .metrics import QuestionResult
 
 LME_KS = (5, 10, 20)
@@ -93,59 +94,60 @@ def summarise_lme(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[
     return out
 
 
+def ingest_longmemeval(mem: Memory, path: str | Path, *, infer: bool = True, limit: int | None = None,
+                       progress: Progress | None = None) -> tuple[list[Probe], int, int]:
+    """Ingest the haystack of each of the first ``limit`` questions into its own namespace; returns
+    the scorable questions (group = question id), the memories stored and the turns read."""
+    progress = progress or NoProgress()
+    prepared = []
+    for q in load_longmemeval(path)[: limit or None]:
+        ns = namespace_for(q["question_id"], "lme")
+        require_empty(mem, ns)
+        sessions, gold = [], []
+        for sid, date, turns in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"]):
+            msgs, g = session_messages(str(sid), str(date), turns)
+            sessions.append(msgs)
+            gold.extend(g)
+        prepared.append((q, ns, sessions, gold))
+    n_memories = n_turns = 0
+    progress.start("ingesting sessions", sum(len(s) for _, _, s, _ in prepared))
+    for _, ns, sessions, _ in prepared:
+        for msgs in sessions:
+            mem.add(msgs, ns, infer=infer)
+            n_turns += len(msgs)
+            progress.advance()
+        n_memories += mem.index.count(ns)
+    probes = [Probe(str(q["question_id"]), ns, str(q.get("question") or "").strip(), tuple(gold),
+                    str(q.get("question_type") or "?"))
+              for q, ns, _, gold in prepared if gold and str(q.get("question") or "").strip()]
+    return probes, n_memories, n_turns
+
+
 def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: bool = False,
                     root: str | Path | None = None, embedder: Embedder | None = None,
                     policy: dict[str, Any] | None = None, infer: bool = True, limit: int | None = None,
-                    vector_cache: str | Path | None = None, progress: Progress | None = None,
-                    per_question: bool = False) -> dict[str, Any]:
+                    vector_cache: str | Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Run the protocol on the first ``limit`` questions (all when None); returns the report, with
-    the time spent ingesting and asking. ``per_question`` adds each question's results (for tuning)."""
+    the seconds spent ingesting and in all."""
     progress = progress or NoProgress()
-    questions = load_longmemeval(path)[: limit or None]
+    load_longmemeval(path)  # a bad file fails before a workspace is made
     clock = Clock()
     results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
-    rows: list[dict[str, Any]] = []
-    n_memories = n_turns = 0
     with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
-        prepared = []
-        for q in questions:
-            ns = namespace_for(q["question_id"], "lme")
-            require_empty(mem, ns)
-            sessions, gold = [], []
-            for sid, date, turns in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"]):
-                msgs, g = session_messages(str(sid), str(date), turns)
-                sessions.append(msgs)
-                gold.extend(g)
-            prepared.append((q, ns, sessions, gold))
-        progress.start("ingesting sessions", sum(len(s) for _, _, s, _ in prepared))
-        for _, ns, sessions, _ in prepared:
-            for msgs in sessions:
-                mem.add(msgs, ns, infer=infer)
-                n_turns += len(msgs)
-                progress.advance()
-            n_memories += mem.index.count(ns)
+        probes, n_memories, n_turns = ingest_longmemeval(mem, path, infer=infer, limit=limit, progress=progress)
         ingest_seconds = clock.seconds()
-        progress.start("asking questions", len(prepared) * len(results))
-        for q, ns, _, gold in prepared:
-            question = str(q.get("question") or "").strip()
-            qtype = str(q.get("question_type") or "?")
+        progress.start("asking questions", len(probes) * len(results))
+        for p in probes:
             for method, bucket in results.items():
-                if question and gold:
-                    res = ask(mem, method, question, ns, ks, qtype, gold)
-                    bucket.append(res)
-                    if per_question and method == "memfold":
-                        rows.append({"id": str(q["question_id"]), "type": qtype,
-                                     "all": {str(k): res.recall(k) >= 1.0 for k in ks}})
+                bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
                 progress.advance()
         embedder_name = mem.embedder.name
         fusion = mem.policy().fusion_keyword_weight
     report: dict[str, Any] = {"dataset": f"longmemeval:{Path(path).name}", **summarise_lme(results["memfold"], ks)}
-    report.update(questions=len(prepared), turns=n_turns, memories=n_memories, embedder=embedder_name,
+    report.update(questions=len(probes), turns=n_turns, memories=n_memories, embedder=embedder_name,
                   fusion_keyword_weight=fusion, infer=infer)
     if baselines:
         report["baselines"] = {m: summarise_lme(r, ks) for m, r in results.items() if m != "memfold"}
-    if per_question:
-        report["per_question"] = rows
     report["ingest_seconds"] = ingest_seconds
     report["seconds"] = clock.seconds()
     return report
