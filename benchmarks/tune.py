@@ -83,6 +83,16 @@ def collect(names: Sequence[str], base: dict[str, Any], only: Sequence[str], dat
     return out
 
 
+def load_scores(paths: Sequence[Path], only: Sequence[str]) -> dict[str, dict[str, SetScores]]:
+    out: dict[str, dict[str, SetScores]] = {c: {} for c in only}
+    for path in paths:
+        saved = json.loads(path.read_text(encoding="utf-8"))["scores"]
+        for c in only:
+            for name, s in saved.get(c, {}).items():
+                out[c][name] = SetScores(name, s["folds"], {v: np.array(s["values"][str(v)]) for v in GRID[c][1]})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
@@ -91,15 +101,22 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(GRID), help="constants to tune (comma-separated)")
     ap.add_argument("--base", action="append", default=[], help="KEY=VALUE policy for everything else")
     ap.add_argument("--lme-limit", type=int, default=None, help="only the first N LongMemEval questions")
-    ap.add_argument("--out", type=Path, default=None, help="write the JSON report here")
+    ap.add_argument("--out", type=Path, default=None, help="write the JSON report (with per-question scores) here")
+    ap.add_argument("--combine", type=Path, nargs="*", default=None,
+                    help="no new run: cross-validate the per-question scores saved by earlier runs' --out")
     args = ap.parse_args()
     base = {kv.split("=", 1)[0]: float(kv.split("=", 1)[1]) for kv in args.base}
     only = [c for c in args.only.split(",") if c]
     unknown = [c for c in only if c not in GRID]
     if unknown:
         ap.error(f"unknown constants {unknown}; known: {', '.join(GRID)}")
-    scores = collect(args.sets.split(","), base, only, args.data, args.vector_cache, args.lme_limit)
-    report: dict[str, Any] = {"base": base}
+    if args.combine:
+        scores = load_scores(args.combine, only)
+    else:
+        scores = collect(args.sets.split(","), base, only, args.data, args.vector_cache, args.lme_limit)
+    report: dict[str, Any] = {"base": base, "scores": {
+        c: {n: {"folds": s.folds, "values": {str(v): a.tolist() for v, a in s.scores.items()}} for n, s in per.items()}
+        for c, per in scores.items()}}
     for const in only:
         neutral, _ = GRID[const]
         result = cross_validate(list(scores[const].values()), GRID[const][1])
