@@ -142,3 +142,19 @@ def test_cli_table_and_json(tmp_path: Path) -> None:
     assert "all@10" in res.stdout and "single-session-user" in res.stdout and "any@20" in res.stdout
     res = run_cli(tmp_path / "ws3", "eval", "longmemeval", str(tmp_path / "nope.json"))
     assert res.returncode == 1 and "does not exist" in res.stderr
+
+
+def test_a_turn_quotes_only_the_start_of_a_long_reply(tmp_path: Path) -> None:
+    from memfold import Memory
+    from memfold.engine.write import QUOTED_REPLY_CHARS
+
+    reply = "Here are ten ideas for your garden. " + " ".join(f"Idea {i}: plant more herbs." for i in range(300))
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+        m.add([{"role": "assistant", "content": reply},
+               {"role": "user", "content": "Thanks! My basil died last week though.", "turn_id": "t2"},
+               {"role": "user", "content": "And my tomatoes are fine.", "turn_id": "t3"}], "u", infer=False)
+        turns = {r.source_ids[0]: r for r in m.get_all("u")}
+    ctx = turns["t2"].context
+    assert ctx.split(" ", 3)[3].startswith("Here are ten ideas for your garden.")
+    assert len(ctx) < QUOTED_REPLY_CHARS + 40 and "Idea 299" not in ctx
+    assert "Thanks! My basil died last week though." in turns["t3"].context  # a user turn is quoted whole
