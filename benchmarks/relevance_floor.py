@@ -22,7 +22,7 @@ from memfold.eval.fresh_words import FreshWords
 from memfold.eval.harness import eval_memory, use_policy
 from memfold.eval.locomo import ingest_locomo
 
-FLOORS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+FLOORS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 # everyday words (written for this benchmark): some appear in the conversations, as in real queries
 WORDS = """apple bicycle mountain violin garden kitchen window river castle pencil umbrella rocket
 tiger camera blanket ocean lantern coffee library engine forest island ladder mirror orange
