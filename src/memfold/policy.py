@@ -33,7 +33,7 @@ class Policy:
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
-    query_last_line_weight: float = 0.0  # off: did not survive cross-validation (docs/benchmarks.md)
+    query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
