@@ -36,7 +36,7 @@ DATA = next((p / "shared" / "data" for p in Path(__file__).resolve().parents if 
 GRID: dict[str, tuple[float, list[float]]] = {
     "fusion_keyword_weight": (0.5, [0.5, 0.3, 0.4, 0.45, 0.55, 0.6, 0.7]),
     "query_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0]),
-    "score_bonus_speaker": (0.0, [0.0, 0.1, 0.2, 0.3]),
+    "score_bonus_speaker": (0.0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]),
     "score_penalty_question": (0.0, [0.0, 0.05, 0.1, 0.2]),
 }
 
