@@ -33,11 +33,12 @@ from memfold.eval.madial import ingest_madial
 DATA = next((p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),
             Path("../shared/data"))
 # constant -> (neutral value, values tried); the neutral value first (ties go to it)
-GRID: dict[str, tuple[float, list[float]]] = {
+GRID: dict[str, tuple[Any, list[Any]]] = {
     "fusion_keyword_weight": (0.5, [0.5, 0.3, 0.4, 0.45, 0.55, 0.6, 0.7]),
     "query_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0]),
     "score_bonus_speaker": (0.0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]),
     "score_penalty_question": (0.0, [0.0, 0.05, 0.1, 0.2]),
+    "candidate_pool_min": (1, [1, 10, 20, 30, 50]),  # 1 = no minimum: 2k candidates per side
 }
 
 
@@ -105,7 +106,8 @@ def main() -> None:
     ap.add_argument("--combine", type=Path, nargs="*", default=None,
                     help="no new run: cross-validate the per-question scores saved by earlier runs' --out")
     args = ap.parse_args()
-    base = {kv.split("=", 1)[0]: float(kv.split("=", 1)[1]) for kv in args.base}
+    base: dict[str, Any] = {kv.split("=", 1)[0]: float(kv.split("=", 1)[1]) for kv in args.base}
+    base = {k: int(v) if k == "candidate_pool_min" else v for k, v in base.items()}
     only = [c for c in args.only.split(",") if c]
     unknown = [c for c in only if c not in GRID]
     if unknown:
