@@ -126,10 +126,11 @@ class SearchHit:
     similarity: float
     keyword_score: float = 0.0
     vector_score: float = 0.0
+    relevance: float = 1.0  # calibrated, absolute (engine/relevance.py); hits below min_score are dropped
 
     def to_dict(self) -> dict[str, Any]:
         d = self.record.to_dict()
-        d.update(score=round(self.score, 6), similarity=round(self.similarity, 6))
+        d.update(score=round(self.score, 6), similarity=round(self.similarity, 6), relevance=round(self.relevance, 4))
         return d
 
 

@@ -31,11 +31,12 @@ class Policy:
     score_weight_time: float = 0.2
     score_weight_importance: float = 0.2
     decay_tau_days: float = 30.0
-    fusion_keyword_weight: float = 0.55
+    fusion_keyword_weight: float = 0.5
     candidate_pool_min: int = 20
-    score_bonus_speaker: float = 0.2
+    score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
-    query_last_line_weight: float = 0.5
+    query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
+    min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
     context_window: int = 32768  # tokens the chat model accepts (sessions and build_context fit in it)
@@ -84,6 +85,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_bonus_speaker": (0.0, 1.0),
     "score_penalty_question": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
+    "min_score": (0.0, 1.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
     "context_window": (512, 10_000_000),

@@ -35,6 +35,7 @@ TESTED_ELSEWHERE = {
     "old_memory_access_below": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "memory_tidy_percent": ("test_maintenance_tidy", "test_tidy_instruction_appears_when_memory_approaches_the_limit"),
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
+    "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }
 ONLY_SCORE = {"score_weight_similarity": 0.0, "score_weight_time": 0.0, "score_weight_importance": 0.0}
@@ -314,7 +315,7 @@ def test_key_score_penalty_question(root: Path):
 
 def test_key_query_last_line_weight(root: Path):
     """a multi-line query (conversation excerpt) is embedded whole plus this × its last line (0 = off)"""
-    vector_only = {"fusion_keyword_weight": 0.0, "score_penalty_question": 0.0}
+    vector_only = {"fusion_keyword_weight": 0.0, "score_penalty_question": 0.0, "min_score": 0.0}
 
     def order(m: Memory, query: str) -> list[str]:
         return [h.record.content for h in m.search(query, "u", record_access=False)]

@@ -1,5 +1,7 @@
 """A turn and the memory extracted from it are the same memory: a search shows it once, the
-extracted typed memory carrying both records' turn ids, and still returns ``limit`` results."""
+extracted typed memory carrying both records' turn ids, and still returns ``limit`` results
+(with the relevance floor off: the unrelated fillers would otherwise be left out, which
+tests/integration/test_relevance_floor.py covers)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from memfold.models import EPISODIC
     ("I like sushi", "sushi", ["I went hiking with Tom", "My sister likes sushi rolls", "We bought a red car"]),
     ("我喜欢吃寿司", "寿司", ["我和汤姆去爬山了", "我妹妹也喜欢寿司卷", "我们买了一辆红色的车"]),
 ])
-def test_a_turn_and_its_extracted_memory_count_once(mem: Memory, turn: str, query: str, others: list[str]) -> None:
+def test_a_turn_and_its_extracted_memory_count_once(root, embedder, turn: str, query: str, others: list[str]) -> None:
+    mem = Memory(root=root, embedder=embedder, policy={"min_score": 0})
     mem.add([{"role": "user", "content": turn, "turn_id": "t1"}], "u")
     for i, text in enumerate(others):
         mem.add([{"role": "user", "content": text, "turn_id": f"o{i}"}], "u", infer=False)
@@ -26,3 +29,4 @@ def test_a_turn_and_its_extracted_memory_count_once(mem: Memory, turn: str, quer
     assert same[0].record.source_ids == ("t1",)
     assert len({h.record.id for h in hits}) == 3
     assert hits == sorted(hits, key=lambda h: -h.score)
+    mem.close()

@@ -66,7 +66,10 @@ def test_pin_section_in_the_chinese_prompt_and_absent_when_empty(root: Path, emb
         m.close()
 
 
-def test_memories_are_grouped_by_type(mem: Memory) -> None:
+def test_memories_are_grouped_by_type(root: Path, embedder) -> None:
+    # the relevance floor off: the pattern, skill and todo have nothing to do with the message and
+    # would be left out (tests/integration/test_relevance_floor.py); here every section must show
+    mem = Memory(root=root, embedder=embedder, policy={"min_score": 0})
     mem.add("I prefer green tea in the morning")
     mem.add("My daughter's name is Lily")
     mem.add("Deploys usually fail on Fridays", memory_type="pattern")
@@ -83,6 +86,7 @@ def test_memories_are_grouped_by_type(mem: Memory) -> None:
     assert positions == sorted(positions)
     assert "Met Lily's teacher today" in system
     assert "## User's original requirements" not in system  # the default agent saved nothing
+    mem.close()
 
 
 def test_a_long_memory_file_is_injected_as_at_most_5000_characters(mem: Memory, root: Path) -> None:

@@ -1,4 +1,4 @@
-"""``memfold eval locomo|madial`` and ``memfold bench``: measurements printed as tables or JSON.
+"""``memfold eval locomo|madial|longmemeval`` and ``memfold bench``: measurements printed as tables or JSON.
 
 Heavy imports happen inside the commands so that ``memfold --help`` stays fast."""
 
@@ -74,7 +74,7 @@ def render_eval(report: dict[str, Any], console: Console) -> None:
 
 
 def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool,
-         no_extract: bool) -> None:
+         no_extract: bool, vector_cache: Optional[Path] = None) -> None:
     from ..eval.harness import DEFAULT_KS, parse_ks
     from ..eval.locomo import run_locomo
     from ..eval.madial import MADIAL_KS, run_madial
@@ -82,16 +82,39 @@ def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: 
     run = run_locomo if kind == "locomo" else run_madial
     ks: tuple[int, ...] = parse_ks(k) if k else (DEFAULT_KS if kind == "locomo" else MADIAL_KS)
     with BarProgress(err) as bar:
-        report = run(path, ks, baselines=baselines, root=root, infer=not no_extract, progress=bar)
+        report = run(path, ks, baselines=baselines, root=root, infer=not no_extract, progress=bar,
+                     vector_cache=vector_cache)
     if as_json:
         print_json(report)
     else:
         render_eval(report, out)
 
 
+def render_longmemeval(report: dict[str, Any], console: Console) -> None:
+    ks = list(report["recall_all"])
+    head = (f"{report['dataset']}: {report['n_questions']} questions, {report['turns']:,} turns, "
+            f"{report['memories']:,} memories, embedder {report['embedder']}, "
+            f"ingest {report['ingest_seconds']} s, total {report['seconds']} s")
+    t = Table(title=head, title_justify="left")
+    for col in ("ranking", "question type", "n"):
+        t.add_column(col, justify="right" if col == "n" else "left")
+    for k in ks:
+        t.add_column(f"all@{k}", justify="right")
+    for k in ks:
+        t.add_column(f"any@{k}", justify="right")
+    rankings = [("memfold (hybrid)", report)] + [(f"{m} only", r) for m, r in (report.get("baselines") or {}).items()]
+    for name, r in rankings:
+        rows = [("overall", r)] + list((r.get("by_type") or {}).items())
+        for qtype, b in rows:
+            t.add_row(name, qtype, str(b["n_questions"]), *(f"{b['recall_all'][k]:.3f}" for k in ks),
+                      *(f"{b['recall_any'][k]:.3f}" for k in ks))
+    console.print(t)
+
+
 _K_HELP = "Comma-separated cut-offs"
 _BASE_HELP = "Also rank keyword-only (BM25) and vector-only over the same memories."
 _NOX_HELP = "Store turns only (no rule-extracted memories)."
+_VC_HELP = "A folder where vectors are kept across runs (keyed by embedder and text): a second run embeds nothing."
 
 
 @eval_app.command("locomo")
@@ -100,9 +123,10 @@ def eval_locomo(ctx: typer.Context,
                 k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,5,10,20,50)."),
                 as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
-                no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP)) -> None:
+                no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP),
+                vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP)) -> None:
     """LoCoMo evidence recall: ingest each conversation, ask every question, score the turn ids found."""
-    _run(runtime(ctx).root, "locomo", path, k, as_json, baselines, no_extract)
+    _run(runtime(ctx).root, "locomo", path, k, as_json, baselines, no_extract, vector_cache)
 
 
 @eval_app.command("madial")
@@ -111,9 +135,35 @@ def eval_madial(ctx: typer.Context,
                 k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 1,3,5,10)."),
                 as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
-                no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP)) -> None:
+                no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP),
+                vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP)) -> None:
     """MADial-Bench memory recall: each user's memories are the corpus, the dialogue so far is the query."""
-    _run(runtime(ctx).root, "madial", path, k, as_json, baselines, no_extract)
+    _run(runtime(ctx).root, "madial", path, k, as_json, baselines, no_extract, vector_cache)
+
+
+@eval_app.command("longmemeval")
+def eval_longmemeval(ctx: typer.Context,
+                     path: Path = typer.Argument(..., help="A LongMemEval JSON file (.json or .json.gz), e.g. "
+                                                           "../shared/data/longmemeval/longmemeval_s_dev.json.gz."),
+                     k: Optional[str] = typer.Option(None, "--k", help=f"{_K_HELP} (default 5,10,20)."),
+                     as_json: Json = False,
+                     baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
+                     no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP),
+                     vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP),
+                     limit: Optional[int] = typer.Option(None, "--limit", min=1,
+                                                         help="Only the first N questions.")) -> None:
+    """LongMemEval turn-level recall: each question's sessions in their own namespace; recall_all / recall_any."""
+    from ..eval.harness import parse_ks
+    from ..eval.longmemeval import LME_KS, run_longmemeval
+
+    ks: tuple[int, ...] = parse_ks(k) if k else LME_KS
+    with BarProgress(err) as bar:
+        report = run_longmemeval(path, ks, baselines=baselines, root=runtime(ctx).root, infer=not no_extract,
+                                 limit=limit, vector_cache=vector_cache, progress=bar)
+    if as_json:
+        print_json(report)
+    else:
+        render_longmemeval(report, out)
 
 
 def render_bench(report: dict[str, Any], console: Console) -> None:

@@ -22,6 +22,8 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
+from .records import index_text
+from .relevance import relevance
 from .store import UserStore
 
 
@@ -167,6 +169,8 @@ class Retriever:
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
+        cosines = dict(vector)
+        cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
         now = now or utcnow()
@@ -183,10 +187,24 @@ class Retriever:
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
-        hits = (collapse_turn_copies(hits) if collapse_copies else hits)[:k]
+        hits = self._above_floor(collapse_turn_copies(hits) if collapse_copies else hits, k, cosines, cos_floor,
+                                 qset, pol.min_score)
         if record_access and hits:
             store.index.record_access(user_id, [h.record.id for h in hits], now)
         return hits
+
+    @staticmethod
+    def _above_floor(hits: list[SearchHit], k: int, cosines: dict[str, float], cos_floor: float,
+                     qterms: set[str], min_score: float) -> list[SearchHit]:
+        """The first ``k`` hits whose calibrated relevance reaches ``min_score``, each with its relevance."""
+        out: list[SearchHit] = []
+        for h in hits:
+            rel = relevance(cosines.get(h.record.id, cos_floor), qterms, index_text(h.record))
+            if rel >= min_score:
+                out.append(replace(h, relevance=rel))
+                if len(out) >= k:
+                    break
+        return out
 
     @staticmethod
     def _score(r: MemoryRecord, similarity: float, pol: Policy, now: datetime) -> float:

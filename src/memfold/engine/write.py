@@ -36,6 +36,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("memfold")
 USER_ROLES = {"user", "human"}
 ROLES = USER_ROLES | {"assistant", "ai", "bot", "model", "system", "developer", "tool", "function"}  # others: skipped
+# how much of an assistant's reply the next user turn's context quotes (a reply can be pages long,
+# and the context is embedded first: whole, it pushed the user's own words out of the vector)
+QUOTED_REPLY_CHARS = 300
+
+
+def quoted_reply(text: str, limit: int) -> str:
+    """The start of an assistant's reply, at most ``limit`` characters, cut at a space when there is one."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", limit // 2, limit + 1)
+    return text[: cut if cut > 0 else limit]
+
+
 DEFAULT_IMPORTANCE = {MemoryType.PREFERENCE: 0.7, MemoryType.TODO: 0.7, MemoryType.FACT: 0.6, MemoryType.SKILL: 0.7}
 
 
@@ -187,7 +201,8 @@ class WritePath:
                             cands.append(Candidate(self._record(
                                 user_id, t, ex.content, when, importance if importance is not None else ex.importance,
                                 ex.structured_data, src, agent_id, session_id), Origin.EXTRACTED))
-                prev = (f"{m.name}: " if m.name else "") + pieces[-1]
+                prev = (f"{m.name}: " if m.name else "") + (
+                    pieces[-1] if m.role in USER_ROLES else quoted_reply(pieces[0], QUOTED_REPLY_CHARS))
                 turn_of.update((c.record.id, i) for c in cands[n_before:])
                 source.add(m.name or m.role.capitalize(), text, when.date().isoformat(), m.role in USER_ROLES)
                 all_src.extend(s for s in src if m.role in USER_ROLES and s not in all_src)

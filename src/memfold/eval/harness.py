@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,6 +24,7 @@ from ..providers.embedder import Embedder, embed_query, make_embedder
 from ..text.terms import terms
 from ..text.tokens import count_many
 from .metrics import QuestionResult
+from .vector_cache import CachedEmbedder
 
 HYBRID = "memfold"
 KEYWORD = "keyword"
@@ -93,14 +95,20 @@ class QueryCachingEmbedder:
 
 @contextmanager
 def eval_memory(root: str | Path | None, *, embedder: Embedder | None = None,
-                policy: dict[str, Any] | None = None) -> Iterator[Memory]:
-    """A ``Memory`` in a fresh temporary workspace (removed afterwards), or in ``root`` when given."""
+                policy: dict[str, Any] | None = None, vector_cache: str | Path | None = None) -> Iterator[Memory]:
+    """A ``Memory`` in a fresh temporary workspace (removed afterwards), or in ``root`` when given;
+    with ``vector_cache`` (a folder) the vectors are kept on disk across runs (``vector_cache.py``)."""
     tmp = None if root else tempfile.mkdtemp(prefix="memfold-eval-")
+    cached: CachedEmbedder | None = None
     try:
         inner = embedder or make_embedder(load_settings(root or tmp).embedder)
+        if vector_cache is not None:
+            inner = cached = CachedEmbedder(inner, vector_cache)
         with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy) as mem:
             yield mem
     finally:
+        if cached is not None:
+            cached.close()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -137,6 +145,27 @@ def ask(mem: Memory, method: str, query: str, user_id: str, ks: Sequence[int], c
         found[k] = frozenset(s for r in top for s in r.source_ids)
         tokens[k] = sum(count_many([r.content for r in top]))
     return QuestionResult(category=category, gold=tuple(gold), found=found, tokens=tokens)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One scored question of a benchmark: ``group`` is its unit for cross-validation (a LoCoMo
+    conversation, a MADial dialogue, a LongMemEval question)."""
+
+    group: str
+    namespace: str
+    query: str
+    gold: tuple[str, ...]
+    category: str
+
+
+def use_policy(mem: Memory, overrides: dict[str, Any]) -> None:
+    """Search ``mem`` with these policy arguments from now on (tuning asks the same ingested
+    memories under many policies; only read-path keys make sense here)."""
+    with mem._lock:
+        mem._policy_args = dict(overrides)
+        mem._policies.clear()
+        mem.policy("default")  # validates the values
 
 
 def methods(baselines: bool) -> tuple[str, ...]:

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.conversations import locomo_sessions
+from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from ..providers.embedder import Embedder
-from .harness import DEFAULT_KS, Clock, NoProgress, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .harness import DEFAULT_KS, Clock, NoProgress, Probe, Progress, ask, eval_memory, methods, namespace_for, require_empty
 from .metrics import QuestionResult, normalise_evidence, summarise
 
 MAIN_CATEGORIES = ("1", "2", "3", "4")
@@ -47,45 +48,54 @@ def turn_ids(sessions: Sequence[Sequence[dict[str, Any]]]) -> set[str]:
     return {str(m["turn_id"]) for s in sessions for m in s if m.get("turn_id")}
 
 
+def ingest_locomo(mem: Memory, path: str | Path, *, infer: bool = True,
+                  progress: Progress | None = None) -> tuple[list[Probe], int]:
+    """Ingest every conversation of ``path`` into ``mem`` (a namespace each); returns the scorable
+    questions (every category, 5 included) and the number of memories stored."""
+    progress = progress or NoProgress()
+    prepared = []
+    for i, c in enumerate(load_locomo(path)):
+        sessions = locomo_sessions(c["conversation"])
+        prepared.append((namespace_for(c.get("sample_id") or f"conv-{i}", "locomo"), sessions, c["qa"]))
+    n_memories = 0
+    progress.start("ingesting turns", sum(len(s) for _, ss, _ in prepared for s in ss))
+    for ns, sessions, _ in prepared:
+        require_empty(mem, ns)
+        for s in sessions:
+            mem.add(s, ns, infer=infer)
+            progress.advance(len(s))
+        n_memories += mem.index.count(ns)
+    probes = []
+    for ns, sessions, qa in prepared:
+        known = turn_ids(sessions)
+        for q in qa:
+            question = str(q.get("question") or "").strip()
+            gold = normalise_evidence(q.get("evidence") or [], known)
+            if question and gold:
+                probes.append(Probe(ns, ns, question, tuple(gold), str(q.get("category", "?"))))
+    return probes, n_memories
+
+
 def run_locomo(path: str | Path, ks: Sequence[int] = DEFAULT_KS, *, baselines: bool = False,
                root: str | Path | None = None, embedder: Embedder | None = None,
                policy: dict[str, Any] | None = None, infer: bool = True,
-               progress: Progress | None = None) -> dict[str, Any]:
+               progress: Progress | None = None, vector_cache: str | Path | None = None) -> dict[str, Any]:
     """Run the protocol; returns the report (see ``summarise``), with ``baselines`` when asked."""
     progress = progress or NoProgress()
-    convs = load_locomo(path)
+    load_locomo(path)  # a bad file fails before a workspace is made
     clock = Clock()
-    prepared = []
-    for i, c in enumerate(convs):
-        sessions = locomo_sessions(c["conversation"])
-        prepared.append((namespace_for(c.get("sample_id") or f"conv-{i}", "locomo"), sessions, c["qa"]))
     results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
-    n_memories = 0
-    with eval_memory(root, embedder=embedder, policy=policy) as mem:
-        progress.start("ingesting turns", sum(len(s) for _, ss, _ in prepared for s in ss))
-        for ns, sessions, _ in prepared:
-            require_empty(mem, ns)
-            for s in sessions:
-                mem.add(s, ns, infer=infer)
-                progress.advance(len(s))
-            n_memories += mem.index.count(ns)
-        progress.start("asking questions", sum(len(qa) for _, _, qa in prepared) * len(results))
-        for ns, sessions, qa in prepared:
-            known = turn_ids(sessions)
-            for q in qa:
-                question = str(q.get("question") or "").strip()
-                gold = normalise_evidence(q.get("evidence") or [], known)
-                if not question or not gold:
-                    progress.advance(len(results))
-                    continue
-                cat = str(q.get("category", "?"))
-                for method, bucket in results.items():
-                    bucket.append(ask(mem, method, question, ns, ks, cat, gold))
-                    progress.advance()
+    with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
+        probes, n_memories = ingest_locomo(mem, path, infer=infer, progress=progress)
+        progress.start("asking questions", len(probes) * len(results))
+        for p in probes:
+            for method, bucket in results.items():
+                bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
+                progress.advance()
         embedder_name = mem.embedder.name
         fusion = mem.policy().fusion_keyword_weight
     report: dict[str, Any] = {"dataset": f"locomo:{Path(path).name}", **summarise(results["memfold"], ks, MAIN_CATEGORIES)}
-    report.update(conversations=len(prepared), memories=n_memories, embedder=embedder_name,
+    report.update(conversations=len({p.group for p in probes}), memories=n_memories, embedder=embedder_name,
                   fusion_keyword_weight=fusion, infer=infer, category_names=CATEGORY_NAMES)
     if baselines:
         report["baselines"] = {m: summarise(r, ks, MAIN_CATEGORIES) for m, r in results.items() if m != "memfold"}

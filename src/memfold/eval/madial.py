@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.conversations import read_jsonl
+from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from ..providers.embedder import Embedder
-from .harness import Clock, NoProgress, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .harness import Clock, NoProgress, Probe, Progress, ask, eval_memory, methods, namespace_for, require_empty
 from .metrics import QuestionResult, summarise
 
 MADIAL_KS = (1, 3, 5, 10)
@@ -85,31 +86,44 @@ def load_madial(lang_dir: str | Path) -> tuple[list[MadialMemory], list[MadialDi
     return memories, dialogues
 
 
+def ingest_madial(mem: Memory, lang_dir: str | Path, *, infer: bool = True,
+                  progress: Progress | None = None) -> tuple[list[Probe], int]:
+    """Ingest every user's memories into ``mem``; returns the scorable dialogues (group = the
+    dialogue's line number) and the number of memories stored."""
+    progress = progress or NoProgress()
+    memories, dialogues = load_madial(lang_dir)
+    users = sorted({m.user for m in memories})
+    for user in users:
+        require_empty(mem, namespace_for(user, "madial"))
+    progress.start("ingesting memories", len(memories))
+    for m in memories:
+        msg = {"role": "user", "content": m.text, "turn_id": m.id, **({"timestamp": m.time} if m.time else {})}
+        mem.add([msg], namespace_for(m.user, "madial"), infer=infer)
+        progress.advance()
+    known = {m.id for m in memories}
+    probes = []
+    for n, d in enumerate(dialogues):
+        gold = tuple(g for g in d.gold if g in known)
+        if gold and d.query.strip():
+            probes.append(Probe(f"dialogue-{n}", namespace_for(d.user, "madial"), d.query, gold, "all"))
+    return probes, sum(mem.index.count(namespace_for(u, "madial")) for u in users)
+
+
 def run_madial(lang_dir: str | Path, ks: Sequence[int] = MADIAL_KS, *, baselines: bool = False,
                root: str | Path | None = None, embedder: Embedder | None = None,
                policy: dict[str, Any] | None = None, infer: bool = True,
-               progress: Progress | None = None) -> dict[str, Any]:
+               progress: Progress | None = None, vector_cache: str | Path | None = None) -> dict[str, Any]:
     progress = progress or NoProgress()
-    memories, dialogues = load_madial(lang_dir)
+    memories, _ = load_madial(lang_dir)  # a bad folder fails before a workspace is made
     clock = Clock()
-    known = {m.id for m in memories}
     results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
-    with eval_memory(root, embedder=embedder, policy=policy) as mem:
-        for user in sorted({m.user for m in memories}):
-            require_empty(mem, namespace_for(user, "madial"))
-        progress.start("ingesting memories", len(memories))
-        for m in memories:
-            msg = {"role": "user", "content": m.text, "turn_id": m.id, **({"timestamp": m.time} if m.time else {})}
-            mem.add([msg], namespace_for(m.user, "madial"), infer=infer)
-            progress.advance()
-        progress.start("asking dialogues", len(dialogues) * len(results))
-        for d in dialogues:
-            gold = [g for g in d.gold if g in known]
+    with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
+        probes, n_memories = ingest_madial(mem, lang_dir, infer=infer, progress=progress)
+        progress.start("asking dialogues", len(probes) * len(results))
+        for p in probes:
             for method, bucket in results.items():
-                if gold and d.query.strip():
-                    bucket.append(ask(mem, method, d.query, namespace_for(d.user, "madial"), ks, "all", gold))
+                bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
                 progress.advance()
-        n_memories = sum(mem.index.count(namespace_for(u, "madial")) for u in {m.user for m in memories})
         embedder_name = mem.embedder.name
         fusion = mem.policy().fusion_keyword_weight
     folder = Path(lang_dir)

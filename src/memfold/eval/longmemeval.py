@@ -1,0 +1,153 @@
+"""The LongMemEval turn-level retrieval protocol (``memfold eval longmemeval``).
+
+Each question gets its own namespace; its haystack sessions are added in order, every turn
+stamped with its session's date (``"2023/05/20 (Sat) 02:21"``) and carrying the id
+``<session id>_<index + 1>``. Gold = the user turns marked ``has_answer``; the query is the
+question as written. recall_all@k is 1 when every gold turn is among the source ids of the top-k
+memories, recall_any@k when one is; both are reported overall and by ``question_type``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..engine.memory import Memory
+from ..errors import InvalidInputError
+from ..providers.embedder import Embedder
+from .harness import Clock, NoProgress, Probe, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .metrics import QuestionResult
+
+LME_KS = (5, 10, 20)
+_DATE_FORMATS = ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d")
+
+
+def parse_lme_date(text: str) -> datetime:
+    """``"2023/05/20 (Sat) 02:21"`` → an aware datetime (UTC)."""
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(str(text).strip(), fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    raise InvalidInputError(f"unrecognised LongMemEval date {text!r} (expected e.g. '2023/05/20 (Sat) 02:21')")
+
+
+def load_longmemeval(path: str | Path) -> list[dict[str, Any]]:
+    """The questions of a LongMemEval JSON file (``.json`` or ``.json.gz``)."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInputError(f"LongMemEval file {p} does not exist")
+    if p.is_dir():
+        raise InvalidInputError(f"{p} is a folder; give the LongMemEval JSON file (e.g. longmemeval_s_dev.json.gz)")
+    try:
+        raw = p.read_bytes()
+        text = gzip.decompress(raw).decode("utf-8") if raw[:2] == b"\x1f\x8b" else raw.decode("utf-8")
+        data = json.loads(text)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{p} is not a (gzip'd) JSON file: {exc}") from exc
+    keys = ("question_id", "question", "haystack_session_ids", "haystack_dates", "haystack_sessions")
+    if not isinstance(data, list) or not data or not all(isinstance(q, dict) and all(k in q for k in keys)
+                                                         for q in data):
+        raise InvalidInputError(f"{p} is not in the LongMemEval format: expected a list of "
+                                f"{{{', '.join(keys)}}} objects")
+    for q in data:
+        if not (len(q["haystack_session_ids"]) == len(q["haystack_dates"]) == len(q["haystack_sessions"])):
+            raise InvalidInputError(f"{p}: question {q['question_id']} has haystack lists of different lengths")
+    return data
+
+
+def session_messages(session_id: str, date: str, turns: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A haystack session as messages for ``Memory.add``, and the ids of its gold (``has_answer``) user turns."""
+    when = parse_lme_date(date).isoformat()
+    msgs, gold = [], []
+    for i, t in enumerate(turns):
+        role = str(t.get("role") or "user")
+        tid = f"{session_id}_{i + 1}"
+        msgs.append({"role": role, "content": str(t.get("content") or ""), "turn_id": tid, "timestamp": when})
+        if role == "user" and t.get("has_answer"):
+            gold.append(tid)
+    return msgs, gold
+
+
+def _summary(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str, Any]:
+    n = len(results)
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / n, 4) if n else 0.0
+
+    return {
+        "n_questions": n,
+        "recall_all": {str(k): mean([1.0 if r.recall(k) >= 1.0 else 0.0 for r in results]) for k in ks},
+        "recall_any": {str(k): mean([r.hit(k) for r in results]) for k in ks},
+        "tokens": {str(k): mean([float(r.tokens.get(k, 0)) for r in results]) for k in ks},
+    }
+
+
+def summarise_lme(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str, Any]:
+    scored = [r for r in results if r.gold]
+    out = _summary(scored, ks)
+    types = sorted({r.category for r in scored})
+    out["by_type"] = {t: _summary([r for r in scored if r.category == t], ks) for t in types}
+    return out
+
+
+def ingest_longmemeval(mem: Memory, path: str | Path, *, infer: bool = True, limit: int | None = None,
+                       progress: Progress | None = None) -> tuple[list[Probe], int, int]:
+    """Ingest the haystack of each of the first ``limit`` questions into its own namespace; returns
+    the scorable questions (group = question id), the memories stored and the turns read."""
+    progress = progress or NoProgress()
+    prepared = []
+    for q in load_longmemeval(path)[: limit or None]:
+        ns = namespace_for(q["question_id"], "lme")
+        require_empty(mem, ns)
+        sessions, gold = [], []
+        for sid, date, turns in zip(q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"]):
+            msgs, g = session_messages(str(sid), str(date), turns)
+            sessions.append(msgs)
+            gold.extend(g)
+        prepared.append((q, ns, sessions, gold))
+    n_memories = n_turns = 0
+    progress.start("ingesting sessions", sum(len(s) for _, _, s, _ in prepared))
+    for _, ns, sessions, _ in prepared:
+        for msgs in sessions:
+            mem.add(msgs, ns, infer=infer)
+            n_turns += len(msgs)
+            progress.advance()
+        n_memories += mem.index.count(ns)
+    probes = [Probe(str(q["question_id"]), ns, str(q.get("question") or "").strip(), tuple(gold),
+                    str(q.get("question_type") or "?"))
+              for q, ns, _, gold in prepared if gold and str(q.get("question") or "").strip()]
+    return probes, n_memories, n_turns
+
+
+def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: bool = False,
+                    root: str | Path | None = None, embedder: Embedder | None = None,
+                    policy: dict[str, Any] | None = None, infer: bool = True, limit: int | None = None,
+                    vector_cache: str | Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Run the protocol on the first ``limit`` questions (all when None); returns the report, with
+    the seconds spent ingesting and in all."""
+    progress = progress or NoProgress()
+    load_longmemeval(path)  # a bad file fails before a workspace is made
+    clock = Clock()
+    results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
+    with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
+        probes, n_memories, n_turns = ingest_longmemeval(mem, path, infer=infer, limit=limit, progress=progress)
+        ingest_seconds = clock.seconds()
+        progress.start("asking questions", len(probes) * len(results))
+        for p in probes:
+            for method, bucket in results.items():
+                bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
+                progress.advance()
+        embedder_name = mem.embedder.name
+        fusion = mem.policy().fusion_keyword_weight
+    report: dict[str, Any] = {"dataset": f"longmemeval:{Path(path).name}", **summarise_lme(results["memfold"], ks)}
+    report.update(questions=len(probes), turns=n_turns, memories=n_memories, embedder=embedder_name,
+                  fusion_keyword_weight=fusion, infer=infer)
+    if baselines:
+        report["baselines"] = {m: summarise_lme(r, ks) for m, r in results.items() if m != "memfold"}
+    report["ingest_seconds"] = ingest_seconds
+    report["seconds"] = clock.seconds()
+    return report

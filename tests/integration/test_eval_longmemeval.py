@@ -1,0 +1,160 @@
+"""``memfold eval longmemeval`` on a tiny synthetic LongMemEval file, metrics checked by hand; the
+on-disk vector cache gives the same report and embeds nothing the second time."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from memfold.errors import InvalidInputError
+from memfold.eval.longmemeval import run_longmemeval
+from memfold.eval.vector_cache import CachedEmbedder
+
+from ..conftest import run_cli
+from ..support.hash_embedder import HashEmbedder
+
+FILLER = "Can you suggest a recipe for a quick weeknight dinner?"
+LONG = " ".join(f"Row {i} of the quarterly inventory spreadsheet lists pallets of ceramic tiles."
+               for i in range(400))  # over 20,000 characters
+
+
+def _session(user: str, has_answer: bool = False) -> list[dict]:
+    turn: dict = {"role": "user", "content": user}
+    if has_answer:
+        turn["has_answer"] = True
+    return [turn, {"role": "assistant", "content": "Sure, here is a thought about that."}]
+
+
+def _file(tmp_path: Path, gz: bool = True) -> Path:
+    q1 = {  # single gold turn, in the second session at index 2 -> id s2_3
+        "question_id": "q1", "question_type": "single-session-user",
+        "question": "What breed is my dog Biscuit?", "answer": "golden retriever", "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": ["s1", "s2"], "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 09:00"],
+        "haystack_sessions": [
+            _session(FILLER) + _session(LONG),
+            _session("I went bowling with my cousins last weekend.")
+            + _session("My dog Biscuit is a golden retriever puppy.", True),
+        ],
+    }
+    q2 = {  # two gold turns in two sessions; the question names only one of them in words
+        "question_id": "q2", "question_type": "multi-session",
+        "question": "How many violin lessons and piano lessons did I book?", "answer": "2",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": ["a", "b", "c"],
+        "haystack_dates": ["2023/05/01 (Mon) 08:00", "2023/05/02 (Tue) 08:00", "2023/05/03 (Wed) 08:00"],
+        "haystack_sessions": [
+            _session("I booked violin lessons at the conservatory.", True),
+            _session(FILLER),
+            _session("I also booked piano lessons for Tuesdays.", True),
+        ],
+    }
+    data = [q1, q2]
+    if gz:
+        path = tmp_path / "tiny_lme.json.gz"
+        path.write_bytes(gzip.compress(json.dumps(data).encode("utf-8")))
+    else:
+        path = tmp_path / "tiny_lme.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_longmemeval_protocol_by_hand(tmp_path: Path, embedder) -> None:
+    report = run_longmemeval(_file(tmp_path), (1, 2, 5), baselines=True, embedder=embedder, infer=False)
+    assert report["n_questions"] == 2 and report["questions"] == 2
+    # q1: its one gold turn is the top hit; q2: both gold turns are in its 4-turn corpus, so @5 has both
+    by_type = report["by_type"]
+    assert by_type["single-session-user"]["recall_all"] == {"1": 1.0, "2": 1.0, "5": 1.0}
+    assert by_type["multi-session"]["recall_all"]["1"] == 0.0  # one memory cannot hold two gold turns
+    assert by_type["multi-session"]["recall_any"]["1"] == 1.0
+    assert by_type["multi-session"]["recall_all"]["5"] == 1.0
+    assert report["recall_all"]["5"] == 1.0 and report["recall_any"]["1"] == 1.0
+    # the turn over 20,000 characters was stored (in pieces, one turn id), not refused
+    assert report["memories"] == 5 + 3 and report["turns"] == 14
+    assert set(report["baselines"]) == {"keyword", "vector"}
+    assert report["ingest_seconds"] <= report["seconds"]
+
+
+def test_long_turn_is_found_by_its_id(tmp_path: Path, embedder) -> None:
+    data = json.loads(gzip.decompress(_file(tmp_path).read_bytes()))
+    data[0]["haystack_sessions"][0][2]["has_answer"] = True  # the 34,000-character turn is gold now
+    data[0]["question"] = "Which spreadsheet lists pallets of ceramic tiles?"
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(data[:1]), encoding="utf-8")
+    report = run_longmemeval(path, (1,), embedder=embedder, infer=False)
+    assert report["by_type"]["single-session-user"]["n_questions"] == 1
+    assert report["recall_any"]["1"] == 1.0  # the turn "s1_3" came back, though stored in pieces
+
+
+def test_vector_cache_same_report_nothing_embedded_twice(tmp_path: Path) -> None:
+    path = _file(tmp_path, gz=False)
+    folder = tmp_path / "vc"
+    first = run_longmemeval(path, (1, 5), embedder=HashEmbedder(), infer=False, vector_cache=folder)
+    cache = CachedEmbedder(HashEmbedder(), folder)
+    stored = cache.count()
+    assert stored > 0
+    texts = ["My dog Biscuit is a golden retriever puppy."]
+    assert cache.embed(texts).shape == (1, 256) and cache.misses == 1  # a new text is embedded and kept
+    assert cache.embed(texts).shape == (1, 256) and cache.hits == 1 and cache.misses == 1
+    cache.close()
+    second = run_longmemeval(path, (1, 5), embedder=HashEmbedder(), infer=False, vector_cache=folder)
+    for key in ("recall_all", "recall_any", "tokens", "by_type"):
+        assert first[key] == second[key]
+    again = CachedEmbedder(HashEmbedder(), folder)
+    assert again.count() == stored + 1  # the second run found every vector it needed
+    again.close()
+
+
+def test_vector_cache_is_bounded(tmp_path: Path) -> None:
+    cache = CachedEmbedder(HashEmbedder(), tmp_path / "vc", max_entries=3)
+    cache.embed([f"text number {i}" for i in range(5)])
+    cache.embed(["one more"])
+    assert cache.count() == 3
+    cache.close()
+
+
+def test_bad_files_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        run_longmemeval(tmp_path / "nope.json.gz")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"question_id": "x"}]), encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="LongMemEval format"):
+        run_longmemeval(bad)
+    data = json.loads(gzip.decompress(_file(tmp_path).read_bytes()))
+    data[0]["haystack_dates"][0] = "yesterday"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="unrecognised LongMemEval date"):
+        run_longmemeval(bad, embedder=HashEmbedder())
+
+
+def test_cli_table_and_json(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    res = run_cli(tmp_path / "ws", "eval", "longmemeval", str(path), "--k", "1,5", "--json", "--no-extract",
+                  "--vector-cache", str(tmp_path / "vc"))
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["recall_all"]["5"] == 1.0 and report["infer"] is False
+    assert (tmp_path / "vc" / "vectors.sqlite").exists()
+    res = run_cli(tmp_path / "ws2", "eval", "longmemeval", str(path), "--limit", "1", env={"COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    assert "all@10" in res.stdout and "single-session-user" in res.stdout and "any@20" in res.stdout
+    res = run_cli(tmp_path / "ws3", "eval", "longmemeval", str(tmp_path / "nope.json"))
+    assert res.returncode == 1 and "does not exist" in res.stderr
+
+
+def test_a_turn_quotes_only_the_start_of_a_long_reply(tmp_path: Path) -> None:
+    from memfold import Memory
+    from memfold.engine.write import QUOTED_REPLY_CHARS
+
+    reply = "Here are ten ideas for your garden. " + " ".join(f"Idea {i}: plant more herbs." for i in range(300))
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+        m.add([{"role": "assistant", "content": reply},
+               {"role": "user", "content": "Thanks! My basil died last week though.", "turn_id": "t2"},
+               {"role": "user", "content": "And my tomatoes are fine.", "turn_id": "t3"}], "u", infer=False)
+        turns = {r.source_ids[0]: r for r in m.get_all("u")}
+    ctx = turns["t2"].context
+    assert ctx.split(" ", 3)[3].startswith("Here are ten ideas for your garden.")
+    assert len(ctx) < QUOTED_REPLY_CHARS + 40 and "Idea 299" not in ctx
+    assert "Thanks! My basil died last week though." in turns["t3"].context  # a user turn is quoted whole
