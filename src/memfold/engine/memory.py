@@ -31,6 +31,7 @@ from .session import DEFAULT_AGENT, Session, check_language, session_policy, sta
 from .session import STATE_KIND as SESSION_KIND
 from .store import UserStore, daily_file
 from .user_language import user_language
+from .vector_worker import start_for
 from .write import WritePath
 
 log = logging.getLogger("memfold")
@@ -55,7 +56,11 @@ class Memory:
         self._lock = threading.RLock()
         self.retriever = Retriever(self._store, self.policy)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
-        self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder)
+        ix = self.settings.index
+        self.vector_worker = start_for(self.index, self.embedder, ix.write_ahead, ix.write_ahead_delay_ms)
+        self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder,
+                                vectors_later=self.vector_worker.notify if ix.write_ahead and self.vector_worker
+                                else None)
         self.policy("default")  # validate argument overrides at construction
 
     # ---- wiring ----------------------------------------------------------------------
@@ -88,6 +93,8 @@ class Memory:
         chat_close = getattr(self.chat_model, "close", None)
         if callable(chat_close):
             chat_close()
+        if self.vector_worker is not None:  # write-ahead mode: the rows still waiting get their vectors
+            self.vector_worker.close()
         self.index.close()
 
     def __enter__(self) -> "Memory":

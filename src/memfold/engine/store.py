@@ -7,6 +7,7 @@ import errno
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -169,16 +170,21 @@ class UserStore:
         self.index.append_history([HistoryEntry(o.id, self.user_id, action, utcnow(), o.content, None, detail)
                                    for o in olds])
 
-    def _index_records(self, records: Sequence[MemoryRecord], vectors=None) -> None:  # type: ignore[no-untyped-def]
+    def _index_records(self, records: Sequence[MemoryRecord], vectors=None, later: bool = False) -> None:  # type: ignore[no-untyped-def]
         if not records:
+            return
+        if later:  # write-ahead mode: the vector worker gives the rows their vectors
+            self.index.upsert([replace(rec.item(r, None), vector_later=True) for r in records])
             return
         if vectors is None:
             vectors = self.embedder.embed([rec.embed_text(r) for r in records])
         self.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(records)])
 
     # ---- writes ---------------------------------------------------------------------
-    def append(self, records: Sequence[MemoryRecord], vectors, history: Sequence[HistoryEntry]) -> None:  # type: ignore[no-untyped-def]
-        """Persist new records: their file lines first, then the index."""
+    def append(self, records: Sequence[MemoryRecord], vectors, history: Sequence[HistoryEntry],  # type: ignore[no-untyped-def]
+               *, vectors_later: bool = False) -> None:
+        """Persist new records: their file lines first, then the index (``vectors_later``: without
+        their vectors, which the write-ahead vector worker adds)."""
         by_file: dict[str, list[MemoryRecord]] = {}
         for r in records:
             by_file.setdefault(r.file, []).append(r)
@@ -205,10 +211,10 @@ class UserStore:
 
                     kept[rel] = self.space.keep_old(rel)
                     written[rel] = self._write_file(rel, add_lines)
-                if records and vectors is None:
+                if records and vectors is None and not vectors_later:
                     vectors = self.embedder.embed([rec.embed_text(r) for r in records])
                 with _transaction(self.index):  # all or nothing where the backend can (SQLite)
-                    self._index_records(records, vectors)
+                    self._index_records(records, vectors, later=vectors_later)
                     self.index.append_history(history)
             except BaseException as exc:
                 # the index refused (a full disk…), or the disk filled up during the file write: take the
