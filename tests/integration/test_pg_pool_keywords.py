@@ -124,3 +124,35 @@ def test_a_reader_behind_the_pruned_tombstones_reloads(pg_dsn: str, monkeypatch:
     finally:
         writer.close()
         reader.close()
+
+
+def test_a_search_asks_for_the_file_states_once_however_many_note_files(pg_dsn: str, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    from memfold import Memory
+    from tests.support.hash_embedder import HashEmbedder
+
+    settings = load_settings(tmp_path, index={"backend": "postgres", "dsn": pg_dsn})
+    day = __import__("datetime").datetime(2024, 5, 1, tzinfo=__import__("datetime").timezone.utc)
+    with Memory(settings=settings, embedder=HashEmbedder()) as mem:
+        mem.add("I like green tea", "u")
+        for k in range(6):  # six daily-note files
+            mem.add_note(f"note {k} about the lighthouse", "u", when=day + __import__("datetime").timedelta(days=k))
+        mem.search("lighthouse", "u")
+        sent: list[str] = []
+        orig = psycopg.Cursor.execute
+
+        def record(self, query, params=None, **kw):  # type: ignore[no-untyped-def]
+            sent.append(str(query))
+            return orig(self, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", record)
+        hits = mem.search("lighthouse", "u")
+        monkeypatch.setattr(psycopg.Cursor, "execute", orig)
+        assert len(hits) >= 6
+        assert sum("memory_files" in q for q in sent) == 1, sent
+        # a hand edit of one note file is still seen by the next search
+        note = next((mem.workspace.user("u").dir / "memory").rglob("*.md"))
+        note.write_text(note.read_text(encoding="utf-8") + "- the zeppelin hangar\n", encoding="utf-8")
+        assert mem.search("zeppelin hangar", "u", limit=1)[0].record.content == "the zeppelin hangar"

@@ -203,9 +203,9 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
         episodic = c.record.file == EPISODIC
         twin = stored_twin(c.record, near.near[i], {**near.existing, **updates}, threshold)
         if twin is None:  # also look among the earlier candidates of this call (one product, no loop)
-            close = np.flatnonzero(near_pair[i, :i] & kept[:i]) if keep and near_pair is not None else ()
-            twin = next((cands[j].record for j in close.tolist()
-                         if (cands[j].record.file == EPISODIC) == episodic), None) if len(close) else None
+            close: list[int] = np.flatnonzero(near_pair[i, :i] & kept[:i]).tolist() \
+                if keep and near_pair is not None else []
+            twin = next((cands[j].record for j in close if (cands[j].record.file == EPISODIC) == episodic), None)
             if twin is not None and not same_words(twin, c.record) and not episodic:
                 both.append((i, twin, None))  # a near-duplicate with different words within one call
                 keep.append(i)

@@ -49,9 +49,10 @@ class UserStore:
         it is instead of waiting for the writer's whole add; the writer records what it wrote and
         brings hand edits in line itself before writing."""
         files = set(self.space.memory_files())
+        known = self._known_states(files | {FILE_MEMORY, FILE_LEARNINGS})
         if not force:
-            files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if self.index.file_state(self.user_id, f)}
-        stale = [f for f in sorted(files) if force or self._stat(f) != self.index.file_state(self.user_id, f)]
+            files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if known(f)}
+        stale = [f for f in sorted(files) if force or self._stat(f) != known(f)]
         if not stale:
             return 0
         if getattr(self.index, "read_only", False):  # nothing may be written: answer from the index as it is
@@ -72,6 +73,15 @@ class UserStore:
                 self.space.lock.__exit__(None, None, None)
         with self.space.lock:
             return self._reconcile_stale(force)
+
+    def _known_states(self, files: set[str]) -> Callable[[str], tuple[int, int] | None]:
+        """What the index recorded of each file: one query for all of them where the backend can
+        (``file_states``; a PostgreSQL round trip per daily-note file grew every search), else one per file."""
+        many = getattr(self.index, "file_states", None)
+        if callable(many) and len(files) > 1:
+            states = many(self.user_id)
+            return states.get
+        return lambda f: self.index.file_state(self.user_id, f)
 
     def _reconcile_stale(self, force: bool) -> int:
         """Under the lock: reconcile the files that still differ from what the index recorded."""

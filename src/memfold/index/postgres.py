@@ -172,8 +172,10 @@ class PostgresIndex:
         if not ids:
             return
         with self._cur(write=True) as cur:
-            cur.executemany("UPDATE user_memories SET access_count = access_count + 1, last_accessed_at = %s "
-                            "WHERE id = %s AND user_id = %s", [(at, mid, user_id) for mid in ids])
+            # one statement for all hits (an id given twice counts twice, as one update per id did)
+            cur.execute("UPDATE user_memories m SET access_count = m.access_count + c.k, last_accessed_at = %s "
+                        "FROM (SELECT x AS id, count(*)::int AS k FROM unnest(%s::text[]) x GROUP BY x) c "
+                        "WHERE m.id = c.id AND m.user_id = %s", (at, list(ids), user_id))
             cur.execute("INSERT INTO memory_access_log (user_id, at, ids) VALUES (%s, %s, %s)",
                         (user_id, at, list(ids)))
 
@@ -310,6 +312,12 @@ class PostgresIndex:
             cur.execute("SELECT mtime_ns, size FROM memory_files WHERE user_id = %s AND file = %s", (user_id, file))
             row = cur.fetchone()
         return (int(row[0]), int(row[1])) if row else None
+
+    def file_states(self, user_id: str) -> dict[str, tuple[int, int]]:
+        """Every file state of the namespace in one query (``UserStore.sync`` on each search)."""
+        with self._cur() as cur:
+            cur.execute("SELECT file, mtime_ns, size FROM memory_files WHERE user_id = %s", (user_id,))
+            return {r[0]: (int(r[1]), int(r[2])) for r in cur.fetchall()}
 
     def user_ids(self) -> list[str]:
         with self._cur() as cur:
