@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,11 @@ _COL_LIST = [c.strip() for c in _COLS.split(",")]  # in rows.RECORD_FIELDS order
 _N = len(_COL_LIST)
 _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 
+_INSERT = (f"INSERT INTO user_memories ({_COLS}, content_hash, embedding, terms, seq) "
+           f"VALUES ({', '.join(['%s'] * 18)}, %s, %s, %s, %s)")
+_UPDATE_ROW = (f"UPDATE user_memories SET {_UPDATE}, content_hash = COALESCE(NULLIF(%s, ''), content_hash), "
+               "embedding = COALESCE(%s::vector, embedding), "
+               "terms = CASE WHEN %s THEN terms ELSE %s::text[] END, seq = %s WHERE id = %s")
 _NEAREST = ("SELECT id, 1 - (embedding <=> %(v)s) AS s FROM user_memories WHERE user_id = %(user)s AND is_active "
             "AND embedding IS NOT NULL "
             "ORDER BY embedding <=> %(v)s LIMIT %(limit)s")
@@ -100,6 +106,7 @@ class PostgresIndex:
                         (ids,))
             known = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
             seqs = bump(cur, [it.record.user_id for it in items])
+            ops: list[tuple[str, list[Any]]] = []  # the statements in order; runs of one kind go in one pipeline
             for it in items:
                 r = it.record
                 vec = self._vec(it.vector, r.id) if it.vector is not None else None
@@ -121,16 +128,13 @@ class PostgresIndex:
                 if old is None:
                     if vec is None and not it.vector_later:
                         raise MemoryIndexError(f"new memory {r.id} needs a vector")
-                    cur.execute(f"INSERT INTO user_memories ({_COLS}, content_hash, embedding, terms, seq) "
-                                f"VALUES ({', '.join(['%s'] * 18)}, %s, %s, %s, %s)",
-                                values + [it.content_hash, vec, terms, seqs[r.user_id]])
+                    ops.append((_INSERT, values + [it.content_hash, vec, terms, seqs[r.user_id]]))
                 else:
-                    cur.execute(f"UPDATE user_memories SET {_UPDATE}, "
-                                "content_hash = COALESCE(NULLIF(%s, ''), content_hash), "
-                                "embedding = COALESCE(%s::vector, embedding), "
-                                "terms = CASE WHEN %s THEN terms ELSE %s::text[] END, seq = %s WHERE id = %s",
-                                values[1:] + [it.content_hash, vec, keep_terms, terms, seqs[r.user_id], r.id])
+                    ops.append((_UPDATE_ROW,
+                                values[1:] + [it.content_hash, vec, keep_terms, terms, seqs[r.user_id], r.id]))
                 known[r.id] = (r.user_id, terms is not None or keep_terms)
+            for sql, run in groupby(ops, key=lambda op: op[0]):
+                cur.executemany(sql, [params for _, params in run])
 
     def _delete_rows(self, cur: Any, user_id: str, ids: Sequence[str]) -> None:
         cur.execute("DELETE FROM user_memories WHERE user_id = %s AND id = ANY(%s) RETURNING id",
