@@ -44,7 +44,7 @@ def test_settings_reach_the_pool_and_the_hnsw_index(pg_dsn: str, pg_server, tmp_
         assert sorted(opts[0][0]) == ["ef_construction=40", "m=8"]
         fill = pg_server.execute("SELECT reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                                  "WHERE n.nspname = %s AND c.relname = 'user_memories'", (schema,))
-        assert "fillfactor=90" in fill[0][0]
+        assert "fillfactor=70" in fill[0][0]  # room for HOT updates of access statistics
         # three threads holding a connection at once: the pool grows to its maximum, every
         # connection has the search setting, and no fourth one is opened
         barrier = threading.Barrier(3)
@@ -156,3 +156,30 @@ def test_a_search_asks_for_the_file_states_once_however_many_note_files(pg_dsn: 
         note = next((mem.workspace.user("u").dir / "memory").rglob("*.md"))
         note.write_text(note.read_text(encoding="utf-8") + "- the zeppelin hangar\n", encoding="utf-8")
         assert mem.search("zeppelin hangar", "u", limit=1)[0].record.content == "the zeppelin hangar"
+
+
+def test_access_statistics_updates_stay_on_the_page(pg_dsn: str) -> None:
+    """Rows as wide as the bundled model's (512-dim vector): the access-count update of a search's hits
+    is a HOT update (no new index entries, HNSW included), which the page's free space allows."""
+    from datetime import datetime, timezone
+
+    rng = np.random.default_rng(3)
+    ix = PostgresIndex(pg_dsn, dim=512, embedder_name="test")
+    try:
+        vecs = rng.normal(size=(60, 512)).astype(np.float32)
+        ix.upsert([IndexItem(_rec(i), vecs[i] / np.linalg.norm(vecs[i]), f"word{i} about a lighthouse")
+                   for i in range(60)])
+        def pages() -> dict[str, int]:  # the page each row's live version is on
+            with ix._cur() as cur:
+                cur.execute("SELECT id, (ctid::text::point)[0]::int FROM user_memories")
+                return dict(cur.fetchall())
+
+        before = pages()
+        assert len(set(before.values())) < 60  # several rows share a page
+        for k in range(5):
+            ix.record_access("u", [f"u{i}" for i in range(k, 60, 5)], datetime.now(timezone.utc))
+        # an update that leaves its page is a full one: the row gets new entries in every index
+        assert pages() == before
+        assert all(r.access_count == 1 for r in ix.get("u", list(before)))
+    finally:
+        ix.close()
