@@ -44,7 +44,9 @@ the HNSW index (`Index Scan using user_memories_embedding`) with the namespace f
 scanning the graph (`hnsw.iterative_scan`); everything else is an index lookup of a few rows. Keyword
 search costs one primary-key lookup of the namespace's change counter when nothing changed, and two
 index range scans over what changed when something did (`index/pg_search.py`); BM25 itself runs in
-process. Latency of whole calls, with the round trips, is in `docs/benchmarks.md`.
+process. The vectors here are random unit vectors, the hardest case for the graph (no
+neighbourhoods): the bench's real embeddings search faster. Latency of whole calls, with the
+round trips, is in `docs/benchmarks.md`.
 
 Access statistics: a row with a 512-dim vector is ~2.4 KB, two to a page at `fillfactor = 70`
 (schema 5), which leaves room for one more row version per page: the update of a hit stays on its
