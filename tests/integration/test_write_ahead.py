@@ -108,3 +108,23 @@ def test_write_ahead_settings_are_checked(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("MEMFOLD_INDEX__WRITE_AHEAD", "yes")
     with pytest.raises(ConfigError, match=r"write_ahead_delay_ms must be 0 or more, got -1"):
         Memory(settings=load_settings(tmp_path, index={"write_ahead_delay_ms": -1}), embedder=HashEmbedder())
+
+
+def test_a_row_waiting_for_its_vector_waits_in_a_migrated_copy(tmp_path: Path, pg_dsn: str) -> None:
+    from memfold.engine import admin
+
+    emb = HashEmbedder()
+    root = tmp_path / "ws"
+    mem = Memory(settings=load_settings(root, index={"write_ahead": True, "write_ahead_delay_ms": 3_600_000}),
+                 embedder=emb)
+    waiting = mem.add("the zeppelin hangar opens on thursday", "u").added[0].id
+    assert [r.id for r in mem.index.pending_vectors(10)] == [waiting]
+    assert mem.vector_worker is not None
+    mem.vector_worker.close(drain=False)  # as a killed process leaves it: the worker never ran
+    mem.index.close()
+    admin.migrate(load_settings(root), "postgres", pg_dsn)
+    pg = load_settings(root, index={"backend": "postgres", "dsn": pg_dsn})
+    with Memory(settings=pg, embedder=emb) as copy:
+        assert copy.vector_worker is not None and copy.vector_worker.flush(timeout=60)
+        vec = emb.embed(["the zeppelin hangar opens on thursday"])[0]
+        assert copy.index.vector_search("u", vec, 1)[0][0] == waiting

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any
 
 from ..providers.embedder import Embedder
@@ -38,6 +37,8 @@ class VectorWorker:
         self._cond = threading.Condition()
         self._idle_rounds = 0  # drains that ended with no row left
         self._stopping = False
+        self._drain_at_stop = True
+        self._stopped = threading.Event()  # interrupts the gathering delay
         self._thread = threading.Thread(target=self._run, name="memfold-vectors", daemon=True)
         self._thread.start()
 
@@ -53,9 +54,12 @@ class VectorWorker:
             return self._cond.wait_for(lambda: self._idle_rounds >= target or not self._thread.is_alive(),
                                        timeout=timeout) and self._idle_rounds >= target
 
-    def close(self, timeout: float = 300.0) -> None:
-        """Embed what is left, then stop the thread."""
+    def close(self, timeout: float = 300.0, *, drain: bool = True) -> None:
+        """Embed what is left (``drain=False``: leave it to the next process that opens the index),
+        then stop the thread."""
+        self._drain_at_stop = drain
         self._stopping = True
+        self._stopped.set()
         self._wake.set()
         self._thread.join(timeout)
         if self._thread.is_alive():
@@ -68,8 +72,10 @@ class VectorWorker:
             if not self._stopping:
                 self._wake.wait(backoff or None)
                 if self.delay_s and not self._stopping:
-                    time.sleep(self.delay_s)  # gather what else arrives into one batch
+                    self._stopped.wait(self.delay_s)  # gather what else arrives into one batch
             self._wake.clear()
+            if self._stopping and not self._drain_at_stop:
+                return
             try:
                 self._drain()
                 backoff = 0.0
