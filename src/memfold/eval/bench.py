@@ -2,8 +2,8 @@
 
 For each size n: ingest n bilingual memories in batches (conversation turns, ``infer=False``),
 then a sample one at a time (a turn, and a text into MEMORY.md); the model alone on the texts the
-batch ingest embedded (same calls, same run: ``ingest_over_model`` is what the write path costs
-on top of the model); search latency with and
+batch ingest embedded (same calls, right after each batch: ``ingest_over_model`` is what the write
+path costs on top of the model); search latency with and
 without query embedding (the second with the query vectors cached); ``build_context`` latency;
 cold start (import + open + first search, in a fresh subprocess); peak RSS; index size on disk."""
 
@@ -141,22 +141,22 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, n_queries: 
     with Memory(settings=load_settings(root, **settings_over), embedder=recorder) as mem:
         cached.embed(["warm up"])  # the model loads here, not inside the timed ingest (cold start is timed apart)
         progress.start(f"n={n}: batch ingest", n)
-        recorder.calls = []
-        t0 = time.perf_counter()
+        batch_s = model_s = 0.0
         for i in range(0, n, BATCH):
             chunk = [{"role": "user", "content": t} for t in texts[i: min(i + BATCH, n)]]
+            recorder.calls = []
+            t0 = time.perf_counter()
             mem.add(chunk, user, infer=False)
+            batch_s += time.perf_counter() - t0
+            # right after each batch (the same load on the machine), the model alone on the very texts
+            # the batch embedded, in the same calls: what the ingest costs on top of the model
+            calls, recorder.calls = recorder.calls, None
+            t0 = time.perf_counter()
+            for texts_of_call in calls:
+                embedder.embed(texts_of_call)
+            model_s += time.perf_counter() - t0
             progress.advance(len(chunk))
-        batch_s = time.perf_counter() - t0
-        calls, recorder.calls = recorder.calls, None
         stored = mem.index.count(user)
-        # the model alone on the very texts the ingest embedded, in the same calls: what ingest costs on top
-        progress.start(f"n={n}: the model alone", len(calls))
-        t0 = time.perf_counter()
-        for texts_of_call in calls:
-            embedder.embed(texts_of_call)
-            progress.advance()
-        model_s = time.perf_counter() - t0
 
         progress.start(f"n={n}: one at a time", n_single)
         t0 = time.perf_counter()
