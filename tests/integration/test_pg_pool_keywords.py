@@ -183,3 +183,31 @@ def test_access_statistics_updates_stay_on_the_page(pg_dsn: str) -> None:
         assert all(r.access_count == 1 for r in ix.get("u", list(before)))
     finally:
         ix.close()
+
+
+def test_the_near_duplicate_check_follows_other_handles_and_is_exact(pg_dsn: str) -> None:
+    """``vector_search_many`` with a score floor runs in process (``PgVectors``), caught up like the
+    keyword index: rows written, archived and deleted through another handle are seen."""
+    rng = np.random.default_rng(6)
+    vecs = rng.normal(size=(40, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    writer = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+    reader = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+    try:
+        writer.upsert([IndexItem(_rec(i), vecs[i], "w") for i in range(30)])
+        assert [r[0][0] for r in reader.vector_search_many("u", vecs[:30], 1, min_score=0.999)] == \
+            [f"u{i}" for i in range(30)]
+        writer.delete("u", ["u3"])
+        writer.upsert([IndexItem(_rec(4).with_(is_active=False))])
+        writer.upsert([IndexItem(_rec(i), vecs[i], "w") for i in range(30, 40)])
+        writer.upsert([IndexItem(_rec(5), -vecs[5], None)])  # a changed vector
+        got = reader.vector_search_many("u", vecs, 3, min_score=0.5)
+        live = {i: (-vecs[5] if i == 5 else vecs[i]) for i in range(40) if i not in (3, 4)}
+        for q in range(40):
+            scores = sorted(((float(vecs[q] @ v), f"u{i}") for i, v in live.items()), key=lambda x: -x[0])
+            want = [mid for s, mid in scores[:3] if s >= 0.5]
+            assert [mid for mid, _ in got[q]] == want, q
+        assert "u3" not in {m for r in got for m, _ in r} and "u4" not in {m for r in got for m, _ in r}
+    finally:
+        writer.close()
+        reader.close()

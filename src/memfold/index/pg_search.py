@@ -20,7 +20,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .keywords import KeywordIndex
+from .vectors import VectorMatrix
 
 TOMBSTONE_SPAN = 100_000  # writes of a namespace whose deletions are kept for catching up
 MAX_NAMESPACES = 256  # keyword indexes held per process (least recently searched leave first)
@@ -54,21 +57,29 @@ def tombstone(cur: Any, user_id: str, seq: int, ids: Sequence[str]) -> None:
 class PgKeywords:
     """The keyword indexes of the namespaces this process searched (bounded, least recent out)."""
 
+    column = "terms"
+
     def __init__(self, max_namespaces: int = MAX_NAMESPACES):
         self._lock = threading.Lock()
-        self._ix: OrderedDict[str, KeywordIndex] = OrderedDict()
+        self._ix: OrderedDict[str, Any] = OrderedDict()
         self.max_namespaces = max_namespaces
 
     def search(self, conn: Any, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         with self._lock:
             return self._caught_up(conn, user_id).search(terms, limit)
 
-    def _caught_up(self, conn: Any, user_id: str) -> KeywordIndex:
+    def _new(self) -> Any:
+        return KeywordIndex()
+
+    def _add(self, struct: Any, ids: list[str], values: list[Any]) -> None:
+        struct.upsert(ids, [" ".join(v) for v in values])
+
+    def _caught_up(self, conn: Any, user_id: str) -> Any:
         row = conn.execute("SELECT seq, floor FROM memory_seq WHERE user_id = %s", (user_id,)).fetchone()
         now, floor = (int(row[0]), int(row[1])) if row else (0, 0)
         k = self._ix.get(user_id)
         if k is None or (k.seq < floor and k.seq != now):
-            k = KeywordIndex()
+            k = self._new()
             k.seq = -1  # rows written before counters existed carry 0
         self._ix[user_id] = k
         self._ix.move_to_end(user_id)
@@ -76,15 +87,15 @@ class PgKeywords:
             self._ix.popitem(last=False)
         if k.seq == now:
             return k
-        rows = conn.execute("SELECT id, terms FROM user_memories WHERE user_id = %s AND seq > %s AND seq <= %s "
-                            "ORDER BY n", (user_id, k.seq, now)).fetchall()
+        rows = conn.execute(f"SELECT id, {self.column} FROM user_memories WHERE user_id = %s AND seq > %s "
+                            "AND seq <= %s ORDER BY n", (user_id, k.seq, now)).fetchall()
         gone = [] if k.seq < 0 else [r[0] for r in conn.execute(
             "SELECT id FROM memory_tombstones WHERE user_id = %s AND seq > %s AND seq <= %s",
             (user_id, k.seq, now)).fetchall()]
         k.remove(gone + [r[0] for r in rows if r[1] is None])
         live = [r for r in rows if r[1] is not None]
         if live:
-            k.upsert([r[0] for r in live], [" ".join(r[1]) for r in live])
+            self._add(k, [r[0] for r in live], [r[1] for r in live])
         k.seq = now
         return k
 
@@ -95,3 +106,27 @@ class PgKeywords:
     def clear(self) -> None:
         with self._lock:
             self._ix.clear()
+
+
+class PgVectors(PgKeywords):
+    """The vectors of the namespaces this process wrote, for the near-duplicate check of its adds
+    (a block of queries with a score floor): exact, in numpy, instead of one HNSW query per vector on
+    the server (the larger part of PostgreSQL's batch-ingest cost). Searches keep using HNSW."""
+
+    column = "CASE WHEN is_active THEN embedding END"
+
+    def __init__(self, dim: int, max_namespaces: int = 16):
+        super().__init__(max_namespaces)
+        self.dim = dim
+
+    def _new(self) -> Any:
+        return VectorMatrix(self.dim)
+
+    def _add(self, struct: Any, ids: list[str], values: list[Any]) -> None:
+        struct.upsert(ids, np.stack([np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+                                     for v in values]))
+
+    def search_above(self, conn: Any, user_id: str, vectors: np.ndarray, limit: int,
+                     min_score: float) -> list[list[tuple[str, float]]]:
+        with self._lock:
+            return self._caught_up(conn, user_id).search_many(vectors, limit, min_score=min_score)

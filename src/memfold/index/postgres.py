@@ -23,7 +23,7 @@ from ..text import forgetting
 from .base import IndexItem
 from .pg_pool import PgOptions, Pool
 from .pg_schema import connect, describe, driver, ensure_schema
-from .pg_search import PgKeywords, bump, tombstone
+from .pg_search import PgKeywords, PgVectors, bump, tombstone
 from .rows import HISTORY_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
@@ -73,6 +73,7 @@ class PostgresIndex:
             conn.close()
         self.pool = Pool(dsn, self.options)
         self._keywords = PgKeywords()
+        self._near = PgVectors(dim)
 
     # ---- plumbing -------------------------------------------------------------------
     @contextmanager
@@ -286,6 +287,13 @@ class PostgresIndex:
         out: list[list[tuple[str, float]]] = [[] for _ in range(len(vectors))]
         if limit <= 0 or len(vectors) == 0:
             return out
+        if min_score is not None:  # the near-duplicate check of an add: exact, in process (pg_search.PgVectors)
+            qs = self._vec(np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1), "a query")
+            try:
+                with self.pool.connection() as conn:
+                    return self._near.search_above(conn, user_id, qs, limit, float(min_score))
+            except self._psycopg.Error as exc:
+                raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
         params = [{"v": self._vec(v, "a query"), "user": user_id, "limit": limit}
                   for v in np.asarray(vectors, dtype=np.float32)]
         with self._cur() as cur:
@@ -464,4 +472,5 @@ class PostgresIndex:
 
     def close(self) -> None:
         self._keywords.clear()
+        self._near.clear()
         self.pool.close()
