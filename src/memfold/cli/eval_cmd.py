@@ -179,6 +179,8 @@ def render_bench(report: dict[str, Any], console: Console) -> None:
 
     row("stored memories", lambda r: f"{r['stored']:,}")
     row("ingest batch (memories/s)", lambda r: f"{r['ingest_batch_per_s']:,.0f}")
+    row("ingest batch over the model alone (×)",
+        lambda r: f"{r['ingest_over_model']:.2f}" if r.get("ingest_over_model") else "-")
     row("ingest one turn at a time (/s)", lambda r: f"{r['ingest_single_turn_per_s']:,.1f}")
     row("ingest one text into MEMORY.md (/s)", lambda r: f"{r['ingest_single_text_per_s']:,.1f}")
     for key, label in (("search_ms", "search"), ("search_no_embed_ms", "search, query vector cached"),

@@ -195,13 +195,17 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
     supersede: list[tuple[int, MemoryRecord, Decision, str | None]] = []  # (i, old, decision, incoming)
     both: list[tuple[int, MemoryRecord, Decision | None]] = []
     gram = vecs @ vecs.T if len(cands) > 1 else None  # candidates against each other, one product
+    near_pair = gram >= threshold if gram is not None else None  # (a boolean matrix: no list indexing per row)
+    kept = np.zeros(len(cands), dtype=bool)  # kept[j]: j is in ``keep``
     for i, c in enumerate(cands):
+        if keep and not kept[keep[-1]]:  # the one candidate the previous round kept
+            kept[keep[-1]] = True
         episodic = c.record.file == EPISODIC
         twin = stored_twin(c.record, near.near[i], {**near.existing, **updates}, threshold)
         if twin is None:  # also look among the earlier candidates of this call (one product, no loop)
-            close = np.flatnonzero(gram[i, keep] >= threshold) if keep and gram is not None else ()
-            twin = next((cands[keep[x]].record for x in close
-                         if (cands[keep[x]].record.file == EPISODIC) == episodic), None)
+            close: list[int] = np.flatnonzero(near_pair[i, :i] & kept[:i]).tolist() \
+                if keep and near_pair is not None else []
+            twin = next((cands[j].record for j in close if (cands[j].record.file == EPISODIC) == episodic), None)
             if twin is not None and not same_words(twin, c.record) and not episodic:
                 both.append((i, twin, None))  # a near-duplicate with different words within one call
                 keep.append(i)
@@ -221,8 +225,9 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
             cands[i] = Candidate(merged_record(twin, c.record, decision), c.origin)
             if decision.vector is not None:
                 vecs[i] = decision.vector
-                if gram is not None:
+                if gram is not None and near_pair is not None:
                     gram[i, :] = gram[:, i] = vecs @ decision.vector
+                    near_pair[i, :] = near_pair[:, i] = gram[i, :] >= threshold
             supersede.append((i, twin, decision, incoming))
         elif decision.verdict is Verdict.REPLACE:
             supersede.append((i, twin, decision, None))

@@ -37,6 +37,7 @@ from .session import STATE_KIND as SESSION_KIND
 from .session_end import SessionEnds
 from .store import UserStore, daily_file
 from .user_language import user_language
+from .vector_worker import start_for
 from .write import WritePath
 
 log = logging.getLogger("memfold")
@@ -63,7 +64,11 @@ class Memory:
         self._lock = threading.RLock()
         self.retriever = Retriever(self._store, self.policy)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
-        self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder)
+        ix = self.settings.index
+        self.vector_worker = start_for(self.index, self.embedder, ix.write_ahead, ix.write_ahead_delay_ms)
+        self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder,
+                                vectors_later=self.vector_worker.notify if ix.write_ahead and self.vector_worker
+                                else None)
         self._ends = SessionEnds(lambda u: self.workspace.user(u).dir, lambda: self._session_ports)  # locks, TTL
         self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, self._ends.locks, self.memory_enabled,
                                            after_message=self.evolution)
@@ -128,6 +133,8 @@ class Memory:
         chat_close = getattr(self.chat_model, "close", None)
         if callable(chat_close):
             chat_close()
+        if self.vector_worker is not None:  # write-ahead mode: the rows still waiting get their vectors
+            self.vector_worker.close()
         self.index.close()
 
     def __enter__(self) -> "Memory":

@@ -7,6 +7,7 @@ import errno
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,10 @@ class UserStore:
         it is instead of waiting for the writer's whole add; the writer records what it wrote and
         brings hand edits in line itself before writing."""
         files = set(self.space.memory_files())
+        known = self._known_states(files | {FILE_MEMORY, FILE_LEARNINGS})
         if not force:
-            files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if self.index.file_state(self.user_id, f)}
-        stale = [f for f in sorted(files) if force or self._stat(f) != self.index.file_state(self.user_id, f)]
+            files |= {f for f in (FILE_MEMORY, FILE_LEARNINGS) if known(f)}
+        stale = [f for f in sorted(files) if force or self._stat(f) != known(f)]
         if not stale:
             return 0
         if getattr(self.index, "read_only", False):  # nothing may be written: answer from the index as it is
@@ -71,6 +73,15 @@ class UserStore:
                 self.space.lock.__exit__(None, None, None)
         with self.space.lock:
             return self._reconcile_stale(force)
+
+    def _known_states(self, files: set[str]) -> Callable[[str], tuple[int, int] | None]:
+        """What the index recorded of each file: one query for all of them where the backend can
+        (``file_states``; a PostgreSQL round trip per daily-note file grew every search), else one per file."""
+        many = getattr(self.index, "file_states", None)
+        if callable(many) and len(files) > 1:
+            states = many(self.user_id)
+            return states.get
+        return lambda f: self.index.file_state(self.user_id, f)
 
     def _reconcile_stale(self, force: bool) -> int:
         """Under the lock: reconcile the files that still differ from what the index recorded."""
@@ -172,16 +183,21 @@ class UserStore:
         self.index.append_history([HistoryEntry(o.id, self.user_id, action, utcnow(), o.content, None, detail)
                                    for o in olds])
 
-    def _index_records(self, records: Sequence[MemoryRecord], vectors=None) -> None:  # type: ignore[no-untyped-def]
+    def _index_records(self, records: Sequence[MemoryRecord], vectors=None, later: bool = False) -> None:  # type: ignore[no-untyped-def]
         if not records:
+            return
+        if later:  # write-ahead mode: the vector worker gives the rows their vectors
+            self.index.upsert([replace(rec.item(r, None), vector_later=True) for r in records])
             return
         if vectors is None:
             vectors = self.embedder.embed([rec.embed_text(r) for r in records])
         self.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(records)])
 
     # ---- writes ---------------------------------------------------------------------
-    def append(self, records: Sequence[MemoryRecord], vectors, history: Sequence[HistoryEntry]) -> None:  # type: ignore[no-untyped-def]
-        """Persist new records: their file lines first, then the index."""
+    def append(self, records: Sequence[MemoryRecord], vectors, history: Sequence[HistoryEntry],  # type: ignore[no-untyped-def]
+               *, vectors_later: bool = False) -> None:
+        """Persist new records: their file lines first, then the index (``vectors_later``: without
+        their vectors, which the write-ahead vector worker adds)."""
         by_file: dict[str, list[MemoryRecord]] = {}
         for r in records:
             by_file.setdefault(r.file, []).append(r)
@@ -208,10 +224,10 @@ class UserStore:
 
                     kept[rel] = self.space.keep_old(rel)
                     written[rel] = self._write_file(rel, add_lines, backup=True)  # seed 001 §4.5: MEMORY.md
-                if records and vectors is None:
+                if records and vectors is None and not vectors_later:
                     vectors = self.embedder.embed([rec.embed_text(r) for r in records])
                 with _transaction(self.index):  # all or nothing where the backend can (SQLite)
-                    self._index_records(records, vectors)
+                    self._index_records(records, vectors, later=vectors_later)
                     self.index.append_history(history)
             except BaseException as exc:
                 # the index refused (a full disk…), or the disk filled up during the file write: take the

@@ -102,9 +102,12 @@ def _parse_message(i: int, m: Any) -> Message:
 
 class WritePath:
     def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], *,
-                 llm: "LLMSettings | ChatModel | None" = None, forget: forget_requests.FinderFn | None = None):
+                 llm: "LLMSettings | ChatModel | None" = None, forget: forget_requests.FinderFn | None = None,
+                 vectors_later: Callable[[], None] | None = None):
         self._store = store
         self._policy = policy
+        # write-ahead mode: new memories are stored without their vectors and this wakes the worker
+        self.vectors_later = vectors_later
         self.llm = LLMWriteSteps(llm)  # llm.chat is None: the deterministic path
         self._find_forget = forget  # (query, user_id) -> the memories a forget request matches
 
@@ -261,6 +264,8 @@ class WritePath:
     def _dedupe_and_persist(self, user_id: str, cands: list[Candidate], calls: LLMCalls | None = None,
                             warnings: list[str] | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
         store = self._store(user_id)
+        if self.vectors_later is not None and calls is None:
+            return self._write_ahead(user_id, store, cands)
         threshold = self._policy(user_id).dedupe_threshold
         vecs = store.embedder.embed([rec.embed_text(c.record) for c in cands])
         decider: dedupe.Decider = dedupe.RuleDecider()  # without an LLM: the deterministic rule
@@ -275,6 +280,19 @@ class WritePath:
             store.sync()
             plan = dedupe.plan(cands, vecs, dedupe.neighbours(store.index, user_id, vecs, threshold), decider)
             return self._execute(user_id, store, plan)
+
+    def _write_ahead(self, user_id: str, store: UserStore, cands: list[Candidate]
+                     ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+        """Write-ahead mode: every candidate is stored as it is (the near-duplicate check needs the
+        vectors, which come later) and the vector worker is woken."""
+        records = [c.record for c in cands]
+        history = [HistoryEntry(c.record.id, user_id, "add", utcnow(), None, c.record.content,
+                                {"type": c.record.memory_type.value, "file": c.record.file or "index",
+                                 "origin": c.origin.value, "vector": "later"}) for c in cands]
+        store.append(records, None, history, vectors_later=True)
+        if self.vectors_later is not None:
+            self.vectors_later()
+        return records, []
 
     @staticmethod
     def _execute(user_id: str, store: UserStore, plan: dedupe.Plan) -> tuple[list[MemoryRecord], list[MemoryRecord]]:

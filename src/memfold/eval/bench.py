@@ -1,7 +1,9 @@
 """``memfold bench``: a synthetic scale test of the product's own paths.
 
 For each size n: ingest n bilingual memories in batches (conversation turns, ``infer=False``),
-then a sample one at a time (a turn, and a text into MEMORY.md); search latency with and
+then a sample one at a time (a turn, and a text into MEMORY.md); the model alone on the texts the
+batch ingest embedded (same calls, right after each batch: ``ingest_over_model`` is what the write
+path costs on top of the model); search latency with and
 without query embedding (the second with the query vectors cached); ``build_context`` latency;
 cold start (import + open + first search, in a fresh subprocess); peak RSS; index size on disk."""
 
@@ -134,17 +136,27 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, n_queries: 
     texts = synthetic_texts(n + n_single)
     queries = synthetic_queries(n_queries)
     cached = QueryCachingEmbedder(embedder)
+    recorder = RecordingEmbedder(cached)
     # the index is measured: no hot cache (the second pass would be cache hits; see benchmarks/cache_repeat.py)
     settings_over = {"index": {"backend": backend}, "cache": {"backend": "off"}}
-    with Memory(settings=load_settings(root, **settings_over), embedder=cached) as mem:
+    with Memory(settings=load_settings(root, **settings_over), embedder=recorder) as mem:
         cached.embed(["warm up"])  # the model loads here, not inside the timed ingest (cold start is timed apart)
         progress.start(f"n={n}: batch ingest", n)
-        t0 = time.perf_counter()
+        batch_s = model_s = 0.0
         for i in range(0, n, BATCH):
             chunk = [{"role": "user", "content": t} for t in texts[i: min(i + BATCH, n)]]
+            recorder.calls = []
+            t0 = time.perf_counter()
             mem.add(chunk, user, infer=False)
+            batch_s += time.perf_counter() - t0
+            # right after each batch (the same load on the machine), the model alone on the very texts
+            # the batch embedded, in the same calls: what the ingest costs on top of the model
+            calls, recorder.calls = recorder.calls, None
+            t0 = time.perf_counter()
+            for texts_of_call in calls:
+                embedder.embed(texts_of_call)
+            model_s += time.perf_counter() - t0
             progress.advance(len(chunk))
-        batch_s = time.perf_counter() - t0
         stored = mem.index.count(user)
 
         progress.start(f"n={n}: one at a time", n_single)
@@ -185,6 +197,8 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, n_queries: 
     out: dict[str, Any] = {
         "n": n, "stored": stored,
         "ingest_batch_per_s": round(n / batch_s, 1), "ingest_batch_seconds": round(batch_s, 2),
+        "model_alone_seconds": round(model_s, 2),
+        "ingest_over_model": round(batch_s / model_s, 3) if model_s > 0 else None,
         "ingest_single_turn_per_s": round(n_single / single_s, 1),
         "ingest_single_text_per_s": round(n_text / text_s, 1),
         "search_ms": percentiles(with_embed), "search_no_embed_ms": percentiles(without_embed),
@@ -196,6 +210,24 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, n_queries: 
     progress.advance()
     out["peak_rss_mb"] = _peak_rss_mb()
     return out
+
+
+class RecordingEmbedder:
+    """Passes every call to ``inner``; while ``calls`` is a list, records the texts of each call."""
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.calls: list[list[str]] | None = None
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if self.calls is not None:
+            self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+    def __getattr__(self, attr: str) -> Any:  # embed_query, warm, … of the wrapped embedder
+        return getattr(self.inner, attr)
 
 
 def run_bench(ns: Sequence[int], *, backend: str = "sqlite", root: str | Path | None = None,

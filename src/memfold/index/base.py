@@ -32,12 +32,16 @@ class IndexItem:
     """A record to write. ``vector=None`` keeps the stored vector; ``terms=None`` keeps the stored terms.
 
     ``RowSource.iter_rows`` yields stored rows as IndexItems too: there ``vector`` is the stored
-    vector and ``terms=None`` means the row is not keyword-searchable (archived)."""
+    vector and ``terms=None`` means the row is not keyword-searchable (archived).
+
+    ``vector_later``: a new row may be stored without its vector (write-ahead mode); it is
+    keyword-searchable at once and ``VectorBacklog.set_vectors`` gives it its vector."""
 
     record: MemoryRecord
     vector: np.ndarray | None = None
     terms: str | None = None
     content_hash: str = ""
+    vector_later: bool = False
 
 
 @runtime_checkable
@@ -160,7 +164,21 @@ class RowSource(Protocol):
 
 
 @runtime_checkable
-class Index(RecordStore, SearchIndex, HistoryLog, StateStore, FileStates, Leases, IndexAdmin, RowSource, Protocol):
+class VectorBacklog(Protocol):
+    """Rows stored without their vector (write-ahead mode) and giving them one."""
+
+    def pending_vectors(self, limit: int) -> list[MemoryRecord]:
+        """Up to ``limit`` rows of any namespace that have no vector yet, oldest first."""
+        ...
+    def set_vectors(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> int:
+        """Store the vectors of rows that still lack one (a row deleted or given a vector since is
+        left alone); returns how many rows got theirs."""
+        ...
+
+
+@runtime_checkable
+class Index(RecordStore, SearchIndex, HistoryLog, StateStore, FileStates, Leases, IndexAdmin, RowSource, VectorBacklog,
+            Protocol):
     """Everything the engine asks of a derived index."""
 
 
@@ -183,5 +201,10 @@ def open_index(settings: "Settings", dim: int, embedder_name: str) -> Index:
             ) from exc
         if not settings.index.dsn:
             raise ConfigError("[index] backend = 'postgres' needs [index] dsn (or MEMFOLD_INDEX__DSN)")
-        return PostgresIndex(settings.index.dsn, dim=dim, embedder_name=embedder_name)
+        from .pg_pool import PgOptions
+
+        ix = settings.index
+        opts = PgOptions(pool_min=ix.pool_min, pool_max=ix.pool_max, pool_timeout=ix.pool_timeout, hnsw_m=ix.hnsw_m,
+                         hnsw_ef_construction=ix.hnsw_ef_construction, hnsw_ef_search=ix.hnsw_ef_search)
+        return PostgresIndex(settings.index.dsn, dim=dim, embedder_name=embedder_name, options=opts)
     raise ConfigError(f"setting [index] backend must be 'sqlite' or 'postgres', got {backend!r}")

@@ -58,9 +58,10 @@ def connect(dsn: str) -> Any:
     return conn
 
 
-def _v1(dim: int) -> list[str]:
+def _v1(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     ann = ("CREATE INDEX IF NOT EXISTS user_memories_embedding ON user_memories "
-           "USING hnsw (embedding vector_cosine_ops) WHERE is_active" if dim <= HNSW_MAX_DIM else "")
+           f"USING hnsw (embedding vector_cosine_ops) WITH (m = {int(hnsw[0])}, ef_construction = {int(hnsw[1])}) "
+           "WHERE is_active" if dim <= HNSW_MAX_DIM else "")
     return [s for s in (
         # seed 003 §3.1 columns, plus what the engine keeps: file anchor, context, hashes, terms
         f"""CREATE TABLE IF NOT EXISTS user_memories (
@@ -125,7 +126,7 @@ def _v1(dim: int) -> list[str]:
     ) if s]
 
 
-def _v2(dim: int) -> list[str]:
+def _v2(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     """BM25 needs the number of searchable rows and their total length at every query; counting
     them per query costs a scan of the table, so a trigger keeps the totals in a few shard rows
     (by backend pid, so that concurrent writers rarely wait on the same row). And the terms index
@@ -159,7 +160,7 @@ def _v2(dim: int) -> list[str]:
     ]
 
 
-def _v3(dim: int) -> list[str]:
+def _v3(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     """BM25 statistics per namespace (SPEC §5: another user's rows never change your scores): the
     trigger keeps searchable rows and their total number of terms per user_id, in shard rows."""
     return [
@@ -191,7 +192,7 @@ def _v3(dim: int) -> list[str]:
     ]
 
 
-def _v4(dim: int) -> list[str]:
+def _v4(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     """Vectors stored inside the row (STORAGE MAIN: out of line only when a row would not fit a
     page): a 512-dim vector is 2 KB, over the TOAST threshold, so each one was fetched from the
     TOAST table and an exact scan of 6k rows read 36k buffers (25 ms). Rows written before keep
@@ -202,18 +203,49 @@ def _v4(dim: int) -> list[str]:
             "ALTER TABLE user_memories ALTER COLUMN terms SET STORAGE MAIN"]
 
 
+def _v5(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
+    """Keyword search moves into the process (``pg_search.PgKeywords``): a change counter per
+    namespace, stamped on the rows written and on tombstones of the rows deleted; the keyword
+    statistics trigger and the GIN index it served go (every write paid for them). Vectors may
+    follow their row (write-ahead mode: ``engine/vector_worker.py``), found by a partial index.
+    Pages keep 30 % free: a row with a 512-dim vector is ~2.5 KB, so at 90 % a page had no room for
+    a second version of one of its rows and every access-count update (each search) was a full
+    update that inserted the row into every index, HNSW included (28 ms p50 for a search's 10 hits
+    at 2k rows); at 70 % the update stays on the page (HOT, 3.9 ms), for a table about a third larger.
+    Rows written before keep their pages until rewritten."""
+    return [
+        "ALTER TABLE user_memories ADD COLUMN IF NOT EXISTS seq BIGINT NOT NULL DEFAULT 0",
+        "CREATE INDEX IF NOT EXISTS user_memories_user_seq ON user_memories (user_id, seq)",
+        "CREATE TABLE IF NOT EXISTS memory_seq (user_id TEXT PRIMARY KEY, seq BIGINT NOT NULL, floor BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS memory_tombstones (user_id TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS memory_tombstones_user_seq ON memory_tombstones (user_id, seq)",
+        "ALTER TABLE user_memories ALTER COLUMN embedding DROP NOT NULL",
+        "CREATE INDEX IF NOT EXISTS user_memories_pending ON user_memories (n) WHERE embedding IS NULL",
+        "ALTER TABLE user_memories SET (fillfactor = 70)",
+        "DROP TRIGGER IF EXISTS user_memories_term_stats_user ON user_memories",
+        "DROP TRIGGER IF EXISTS user_memories_term_stats ON user_memories",
+        "DROP FUNCTION IF EXISTS memfold_term_stats_user()",
+        "DROP FUNCTION IF EXISTS memfold_term_stats()",
+        "DROP TABLE IF EXISTS memory_term_stats_user",
+        "DROP TABLE IF EXISTS memory_term_stats",
+        "DROP INDEX IF EXISTS user_memories_terms",
+    ]
+
+
 # version -> (description, statements for a given vector dimension). Append, never edit.
 MIGRATIONS: dict[int, tuple[str, Any]] = {
     1: ("memories, relations, history, file states, state store, access log; HNSW + GIN indexes", _v1),
     2: ("keyword statistics (searchable rows, total length) kept by a trigger", _v2),
     3: ("keyword statistics per namespace", _v3),
     4: ("vectors stored in the row", _v4),
+    5: ("change counters and tombstones for in-process keyword search; vectors may follow their row", _v5),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
-def ensure_schema(conn: Any, dim: int, embedder_name: str) -> int:
-    """Create or upgrade the schema in the connection's search_path; check the embedder. Returns the version."""
+def ensure_schema(conn: Any, dim: int, embedder_name: str, hnsw: tuple[int, int] = (16, 64)) -> int:
+    """Create or upgrade the schema in the connection's search_path; check the embedder. Returns the version.
+    ``hnsw`` = (m, ef_construction) of the HNSW index when this call creates it."""
     if not isinstance(dim, int) or dim <= 0:
         raise MemoryIndexError(f"vector dimension must be a positive integer, got {dim!r}")
     psycopg = driver()
@@ -233,7 +265,7 @@ def ensure_schema(conn: Any, dim: int, embedder_name: str) -> int:
                     f"this memfold supports ({SCHEMA_VERSION}); upgrade memfold")
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 description, statements = MIGRATIONS[version]
-                for stmt in statements(dim):
+                for stmt in statements(dim, hnsw):
                     conn.execute(stmt)
                 conn.execute("INSERT INTO memfold_schema_version (version, description) VALUES (%s, %s)",
                              (version, description))

@@ -1,9 +1,10 @@
 """The shared index: PostgreSQL + pgvector (seed 003 §3, §6.1) for many processes and machines.
 
 Same behaviour as ``SqliteIndex``: vectors are searched by pgvector (HNSW, cosine) scoped by
-``user_id``; keywords are the Python-made terms (words + CJK bigrams) in a ``TEXT[]`` with a
-GIN index, ranked by the same BM25 as the SQLite index (k1 1.2, b 0.75, per-namespace statistics), so
-both backends return the same keyword scores. Every write is one transaction."""
+``user_id``; keywords are the Python-made terms (words + CJK bigrams) in a ``TEXT[]``, searched in
+process by the same BM25 as the SQLite index (``pg_search.PgKeywords``, caught up from a change
+counter per namespace), so both backends return the same keyword scores. Every write is one
+transaction on a connection of the pool (``pg_pool``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,9 @@ from ..models import HistoryEntry, MemoryRecord
 from ..text import forgetting
 from . import leases, pg_counter
 from .base import IndexItem
+from .pg_pool import PgOptions, Pool
 from .pg_schema import connect, describe, driver, ensure_schema
+from .pg_search import PgKeywords, PgVectors, bump, tombstone
 from .rows import HISTORY_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
 
 _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data, source_ids, source_session_id, "
@@ -31,27 +35,13 @@ _COL_LIST = [c.strip() for c in _COLS.split(",")]  # in rows.RECORD_FIELDS order
 _N = len(_COL_LIST)
 _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 
-# BM25 as the SQLite index computes it (index/keywords.py, Lucene idf): N, the average length and document
-# frequencies count the namespace's searchable rows; a row's length is its number of terms
-# (N and the total length come from memory_term_stats_user, kept by a trigger: see pg_schema._v3).
-# The CTEs are MATERIALIZED: without table statistics (a fresh or just bulk-loaded table) the planner
-# otherwise recomputed the per-term document frequencies once per candidate row (240 ms instead of
-# 8 ms at 6k rows).
-_BM25 = """
-WITH q AS MATERIALIZED (SELECT DISTINCT t AS term FROM unnest(%(terms)s::text[]) AS t),
-g AS MATERIALIZED (SELECT nullif(sum(nrow), 0)::float8 AS nrow, sum(ntok)::float8 AS ntok FROM memory_term_stats_user
-      WHERE user_id = %(user)s),
-w AS MATERIALIZED (SELECT q.term, ln(1 + (g.nrow - h.hits + 0.5) / (h.hits + 0.5)) AS idf FROM q CROSS JOIN g
-      CROSS JOIN LATERAL (SELECT count(*)::float8 AS hits FROM user_memories m
-                          WHERE m.terms @> ARRAY[q.term] AND m.user_id = %(user)s) h),
-c AS (SELECT id, n, terms FROM user_memories WHERE user_id = %(user)s AND terms && %(terms)s::text[])
-SELECT c.id, sum(w.idf * f.tf * 2.2
-                 / (f.tf + 1.2 * (0.25 + 0.75 * cardinality(c.terms) / (g.ntok / g.nrow)))) AS s
-FROM c CROSS JOIN w CROSS JOIN g
-CROSS JOIN LATERAL (SELECT cardinality(array_positions(c.terms, w.term))::float8 AS tf) f
-WHERE f.tf > 0 GROUP BY c.id, c.n ORDER BY s DESC, c.n LIMIT %(limit)s
-"""
+_INSERT = (f"INSERT INTO user_memories ({_COLS}, content_hash, embedding, terms, seq) "
+           f"VALUES ({', '.join(['%s'] * 18)}, %s, %s, %s, %s)")
+_UPDATE_ROW = (f"UPDATE user_memories SET {_UPDATE}, content_hash = COALESCE(NULLIF(%s, ''), content_hash), "
+               "embedding = COALESCE(%s::vector, embedding), "
+               "terms = CASE WHEN %s THEN terms ELSE %s::text[] END, seq = %s WHERE id = %s")
 _NEAREST = ("SELECT id, 1 - (embedding <=> %(v)s) AS s FROM user_memories WHERE user_id = %(user)s AND is_active "
+            "AND embedding IS NOT NULL "
             "ORDER BY embedding <=> %(v)s LIMIT %(limit)s")
 
 
@@ -69,9 +59,9 @@ def _terms_list(terms: str) -> list[str]:
 class PostgresIndex:
     """``Index`` over one PostgreSQL database (tables in the connection's ``search_path``).
 
-    Thread-safe: one connection per object, used under a lock; many processes may share the database."""
+    Thread-safe: each call borrows a connection of the pool; many processes may share the database."""
 
-    def __init__(self, dsn: str, *, dim: int, embedder_name: str):
+    def __init__(self, dsn: str, *, dim: int, embedder_name: str, options: PgOptions | None = None):
         self._psycopg = driver()
         self.dsn = dsn
         self.dim = dim
@@ -79,38 +69,32 @@ class PostgresIndex:
         self.where = describe(dsn)
         self._lock = threading.RLock()
         self._leases: dict[tuple[str, str], tuple[str, Any]] = {}  # (user, name) -> (holder, its connection)
-        self._conn = self._open()
-
-    def _open(self) -> Any:
-        from pgvector.psycopg import register_vector
-
-        conn = connect(self.dsn)
+        self.options = (options or PgOptions()).check()
+        conn = connect(self.dsn)  # the schema first, on a connection of its own: errors name the setting
         try:
-            ensure_schema(conn, self.dim, self.embedder_name)
+            ensure_schema(conn, self.dim, self.embedder_name, (self.options.hnsw_m, self.options.hnsw_ef_construction))
             self._instance = pg_counter.install(conn)  # the change counter of caches (cache/)
-            register_vector(conn)
-        except BaseException:
+        finally:
             conn.close()
-            raise
-        return conn
+        self.pool = Pool(dsn, self.options)
+        self._keywords = PgKeywords()
+        self._near = PgVectors(dim)
 
     # ---- plumbing -------------------------------------------------------------------
     @contextmanager
     def _cur(self, write: bool = False) -> Iterator[Any]:
-        """A cursor under the object lock (in one transaction when ``write``); driver errors become
-        MemoryIndexError. A connection lost between calls is reopened."""
-        with self._lock:
-            if self._conn.closed or self._conn.broken:
-                self._conn = self._open()
-            try:
+        """A cursor on a connection of the pool (in one transaction when ``write``); driver errors
+        become MemoryIndexError. The pool replaces a connection that broke."""
+        try:
+            with self.pool.connection() as conn:
                 if write:
-                    with self._conn.transaction(), self._conn.cursor() as cur:
+                    with conn.transaction(), conn.cursor() as cur:
                         yield cur
                 else:
-                    with self._conn.cursor() as cur:
+                    with conn.cursor() as cur:
                         yield cur
-            except self._psycopg.Error as exc:
-                raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
+        except self._psycopg.Error as exc:
+            raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
 
     def _vec(self, v: np.ndarray, what: str) -> np.ndarray:
         v = np.asarray(v, dtype=np.float32)
@@ -127,6 +111,8 @@ class PostgresIndex:
             cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) "
                         "ORDER BY id FOR UPDATE", (ids,))  # rows locked in id order, as record_access does
             known = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+            seqs = bump(cur, [it.record.user_id for it in items])
+            ops: list[tuple[str, list[Any]]] = []  # the statements in order; runs of one kind go in one pipeline
             for it in items:
                 r = it.record
                 vec = self._vec(it.vector, r.id) if it.vector is not None else None
@@ -146,26 +132,45 @@ class PostgresIndex:
                         raise MemoryIndexError(f"memory {r.id} is re-activated without terms")
                     keep_terms, terms = True, None
                 if old is None:
-                    if vec is None:
+                    if vec is None and not it.vector_later:
                         raise MemoryIndexError(f"new memory {r.id} needs a vector")
-                    cur.execute(f"INSERT INTO user_memories ({_COLS}, content_hash, embedding, terms) "
-                                f"VALUES ({', '.join(['%s'] * 18)}, %s, %s, %s)",
-                                values + [it.content_hash, vec, terms])
+                    ops.append((_INSERT, values + [it.content_hash, vec, terms, seqs[r.user_id]]))
                 else:
-                    cur.execute(f"UPDATE user_memories SET {_UPDATE}, "
-                                "content_hash = COALESCE(NULLIF(%s, ''), content_hash), "
-                                "embedding = COALESCE(%s::vector, embedding), "
-                                "terms = CASE WHEN %s THEN terms ELSE %s::text[] END WHERE id = %s",
-                                values[1:] + [it.content_hash, vec, keep_terms, terms, r.id])
+                    ops.append((_UPDATE_ROW,
+                                values[1:] + [it.content_hash, vec, keep_terms, terms, seqs[r.user_id], r.id]))
                 known[r.id] = (r.user_id, terms is not None or keep_terms)
+            for sql, run in groupby(ops, key=lambda op: op[0]):
+                cur.executemany(sql, [params for _, params in run])
 
     def _delete_rows(self, cur: Any, user_id: str, ids: Sequence[str]) -> None:
         cur.execute("DELETE FROM user_memories WHERE user_id = %s AND id = ANY(%s) RETURNING id",
                     (user_id, list(ids)))
         gone = [r[0] for r in cur.fetchall()]
         if gone:
+            tombstone(cur, user_id, bump(cur, [user_id])[user_id], gone)
             cur.execute("DELETE FROM memory_relations WHERE source_memory_id = ANY(%s) OR target_memory_id = ANY(%s)",
                         (gone, gone))
+
+    def pending_vectors(self, limit: int) -> list[MemoryRecord]:
+        with self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE embedding IS NULL ORDER BY n LIMIT %s",
+                        (max(0, limit),))
+            return [record_from_row(r) for r in cur.fetchall()]
+
+    def set_vectors(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> int:
+        if not records:
+            return 0
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(records), self.dim):
+            raise MemoryIndexError(f"{len(records)} vectors of dim {self.dim} expected, got shape {vectors.shape}")
+        done = 0
+        with self._cur(write=True) as cur:
+            seqs = bump(cur, [r.user_id for r in records])
+            for i, r in enumerate(records):
+                cur.execute("UPDATE user_memories SET embedding = %s, seq = %s WHERE id = %s AND user_id = %s "
+                            "AND embedding IS NULL", (vectors[i], seqs[r.user_id], r.id, r.user_id))
+                done += cur.rowcount
+        return done
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         if not ids:
@@ -176,9 +181,14 @@ class PostgresIndex:
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
         if not ids:
             return
-        with self._cur(write=True) as cur:  # rows updated in id order: two searches never wait on each other in a cycle
-            cur.executemany("UPDATE user_memories SET access_count = access_count + 1, last_accessed_at = %s "
-                            "WHERE id = %s AND user_id = %s", [(at, mid, user_id) for mid in sorted(set(ids))])
+        with self._cur(write=True) as cur:
+            # the rows locked in id order first: two searches never wait on each other in a cycle
+            cur.execute("SELECT 1 FROM user_memories WHERE id = ANY(%s) AND user_id = %s ORDER BY id FOR UPDATE",
+                        (sorted(set(ids)), user_id))
+            # then one statement for all hits (an id given twice counts twice, as one update per id did)
+            cur.execute("UPDATE user_memories m SET access_count = m.access_count + c.k, last_accessed_at = %s "
+                        "FROM (SELECT x AS id, count(*)::int AS k FROM unnest(%s::text[]) x GROUP BY x) c "
+                        "WHERE m.id = c.id AND m.user_id = %s", (at, list(ids), user_id))
             cur.execute("INSERT INTO memory_access_log (user_id, at, ids) VALUES (%s, %s, %s)",
                         (user_id, at, list(ids)))
 
@@ -265,9 +275,11 @@ class PostgresIndex:
         uniq = list(dict.fromkeys(t for t in terms if t))
         if not uniq or limit <= 0:
             return []
-        with self._cur() as cur:
-            cur.execute(_BM25, {"terms": uniq, "user": user_id, "limit": limit})
-            return [(r[0], float(r[1])) for r in cur.fetchall()]
+        try:
+            with self.pool.connection() as conn:
+                return self._keywords.search(conn, user_id, uniq, limit)
+        except self._psycopg.Error as exc:
+            raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         if limit <= 0:
@@ -283,6 +295,13 @@ class PostgresIndex:
         out: list[list[tuple[str, float]]] = [[] for _ in range(len(vectors))]
         if limit <= 0 or len(vectors) == 0:
             return out
+        if min_score is not None:  # the near-duplicate check of an add: exact, in process (pg_search.PgVectors)
+            qs = self._vec(np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1), "a query")
+            try:
+                with self.pool.connection() as conn:
+                    return self._near.search_above(conn, user_id, qs, limit, float(min_score))
+            except self._psycopg.Error as exc:
+                raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
         params = [{"v": self._vec(v, "a query"), "user": user_id, "limit": limit}
                   for v in np.asarray(vectors, dtype=np.float32)]
         with self._cur() as cur:
@@ -313,6 +332,12 @@ class PostgresIndex:
             cur.execute("SELECT mtime_ns, size FROM memory_files WHERE user_id = %s AND file = %s", (user_id, file))
             row = cur.fetchone()
         return (int(row[0]), int(row[1])) if row else None
+
+    def file_states(self, user_id: str) -> dict[str, tuple[int, int]]:
+        """Every file state of the namespace in one query (``UserStore.sync`` on each search)."""
+        with self._cur() as cur:
+            cur.execute("SELECT file, mtime_ns, size FROM memory_files WHERE user_id = %s", (user_id,))
+            return {r[0]: (int(r[1]), int(r[2])) for r in cur.fetchall()}
 
     def user_ids(self) -> list[str]:
         with self._cur() as cur:
@@ -491,7 +516,8 @@ class PostgresIndex:
         with self._cur() as cur:
             cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
                         (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
-                          "memory_access_log", "memory_term_stats_user", "memfold_meta", "memfold_schema_version"],))
+                          "memory_access_log", "memory_seq", "memory_tombstones", "memfold_meta",
+                          "memfold_schema_version"],))
             return int(cur.fetchone()[0])
 
     def close(self) -> None:
@@ -499,4 +525,6 @@ class PostgresIndex:
             for _, conn in self._leases.values():
                 conn.close()
             self._leases.clear()
-            self._conn.close()
+        self._keywords.clear()
+        self._near.clear()
+        self.pool.close()

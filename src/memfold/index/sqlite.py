@@ -174,7 +174,7 @@ class SqliteIndex(SqliteRowReads, SqliteCacheReads):
                     raise MemoryIndexError(f"memory id {r.id} belongs to another namespace")
                 blob = it.vector.astype(np.float32).tobytes() if it.vector is not None else None
                 if old is None:
-                    if blob is None:
+                    if blob is None and not it.vector_later:
                         raise MemoryIndexError(f"new memory {r.id} needs a vector")
                     cur = self._db.execute(
                         f"INSERT INTO memories ({_COLS}, content_hash, embedding, seq) "
@@ -193,6 +193,23 @@ class SqliteIndex(SqliteRowReads, SqliteCacheReads):
                     self._db.execute("UPDATE memories SET terms = ? WHERE rowid = ?", (it.terms or "", rowid))
                 elif self._db.execute("SELECT terms IS NULL FROM memories WHERE rowid = ?", (rowid,)).fetchone()[0]:
                     raise MemoryIndexError(f"memory {r.id} is re-activated without terms")
+
+    def pending_vectors(self, limit: int) -> list[MemoryRecord]:
+        with self._lock:
+            return [record_from_row(r) for r in self._db.execute(
+                f"SELECT {_COLS} FROM memories WHERE embedding IS NULL ORDER BY rowid LIMIT ?", (max(0, limit),))]
+
+    def set_vectors(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> int:
+        if not records or self.read_only:
+            return 0
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(records), self.dim):
+            raise MemoryIndexError(f"{len(records)} vectors of dim {self.dim} expected, got shape {vectors.shape}")
+        with self._lock, self._tx():
+            seq = self._next_seq()
+            return sum(self._db.execute(
+                "UPDATE memories SET embedding = ?, seq = ? WHERE id = ? AND user_id = ? AND embedding IS NULL",
+                (vectors[i].tobytes(), seq, r.id, r.user_id)).rowcount for i, r in enumerate(records))
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         if not ids:

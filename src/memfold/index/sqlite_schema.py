@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS memories (
 );
 CREATE INDEX IF NOT EXISTS memories_user_file ON memories (user_id, file);
 CREATE INDEX IF NOT EXISTS memories_user_seq ON memories (user_id, seq);
+CREATE INDEX IF NOT EXISTS memories_pending ON memories (rowid) WHERE embedding IS NULL;
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER NOT NULL, user_id TEXT NOT NULL, id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS tombstones_user_seq ON tombstones (user_id, seq);
 CREATE TABLE IF NOT EXISTS history (

@@ -88,9 +88,12 @@ def _copy_memories(source: RowSource, user_id: str, target: Index, dim: int,
         for i, row in enumerate(rows):
             rec = row.record
             vec = fresh[i] if fresh is not None else row.vector
+            terms = (row.terms or "") if rec.is_active else None  # archived rows have no terms, as in SQLite
+            if vec is None and fresh is None:  # still waiting for it (write-ahead mode): it waits in the copy too
+                items.append(replace(row, vector=None, terms=terms, vector_later=True))
+                continue
             if vec is None or (fresh is None and vec.shape[0] != dim):
                 raise MemoryIndexError(f"memory {rec.id} of {user_id!r} has no usable vector in the source index")
-            terms = (row.terms or "") if rec.is_active else None  # archived rows have no terms, as in SQLite
             items.append(replace(row, vector=vec, terms=terms))
         target.upsert(items)
         n += len(items)

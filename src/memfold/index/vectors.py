@@ -14,6 +14,9 @@ import numpy as np
 RANK = 64
 FIT_SAMPLE = 8192
 EXACT_MAX = 20_000
+# blocks of queries with a score floor (the near-duplicate check of a batch add) use the bounded first
+# stage from this many rows on, whatever ``exact_max``: its bound is exact, so results are the same
+BOUND_MANY_MIN = 4096
 
 
 def candidates(limit: int) -> int:
@@ -106,6 +109,14 @@ class VectorMatrix:
     # ---- the two-stage search --------------------------------------------------------
     def _approximate(self) -> bool:
         if len(self) <= self.exact_max or self.dim < 2 * RANK:
+            return False
+        if self.basis is None or self.n > 2 * self.fit_n:
+            self._fit()
+        return True
+
+    def _bounded_many(self) -> bool:
+        """Whether ``_search_many_above`` bounds scores first (fitting the basis when needed)."""
+        if len(self) < min(BOUND_MANY_MIN, self.exact_max + 1) or self.dim < 2 * RANK:
             return False
         if self.basis is None or self.n > 2 * self.fit_n:
             self._fit()
@@ -230,7 +241,7 @@ class VectorMatrix:
         coordinates and r what the basis misses, |r_x| taken at its maximum), and only rows whose
         bound reaches ``min_score`` are scored exactly: for a near-duplicate threshold, a handful."""
         out: list[list[tuple[str, float]]] = []
-        bounded = self._approximate()
+        bounded = self._bounded_many()
         if bounded:  # blocks of 64 queries into buffers reused across blocks (fresh ones cost page faults)
             chunk = 64
             rmax = float(self.resid[: self.n].max())
