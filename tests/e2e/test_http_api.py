@@ -49,7 +49,9 @@ def err(r: httpx.Response, status: int, code: str) -> dict:
 def test_health_docs_and_page(srv):
     r = httpx.get(srv.url + "/healthz")
     assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["embedder"] == srv.mem.embedder.name
-    assert "swagger" in httpx.get(srv.url + "/docs").text.lower()
+    docs = httpx.get(srv.url + "/docs").text
+    assert "swagger" in docs.lower() and "cdn" not in docs and "/docs-assets/swagger-ui-bundle.js" in docs  # offline
+    assert httpx.get(srv.url + "/docs-assets/swagger-ui-bundle.js").status_code == 200
     paths = httpx.get(srv.url + "/openapi.json").json()["paths"]
     for p in ("/v1/memories", "/v1/memories/search", "/v1/memories/{memory_id}", "/v1/memories/{memory_id}/history",
               "/v1/memories/forget", "/v1/export", "/v1/import", "/v1/sessions", "/v1/sessions/{session_id}/messages",

@@ -177,3 +177,11 @@ def test_sign_in_search_edit_delete_in_a_browser(mem: Memory, root: Path, browse
         browser.find_element(By.CSS_SELECTOR, '.tab[data-tab="stats"]').click()
         wait(browser, lambda d: by_id("signin-error").is_displayed())
         shots(browser, "revoked")
+
+        # the API documentation renders offline: Swagger UI's files come from this server, not a CDN
+        browser.set_window_size(1280, 900)
+        browser.get(srv.url + "/docs")
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".swagger-ui .opblock"))
+        assert "memfold" in browser.find_element(By.CSS_SELECTOR, ".swagger-ui .info .title").text
+        assert "/v1/memories/search" in browser.find_element(By.CSS_SELECTOR, ".swagger-ui").text
+        shots(browser, "api-docs")

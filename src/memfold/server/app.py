@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -31,6 +31,23 @@ STATIC = Path(__file__).parent / "static"
 plugins.on_startup(maintenance_task)  # built in: background maintenance
 plugins.add_routes(metrics_route)  # built in: GET /metrics
 ENV_NO_AUTH = "MEMFOLD_SERVE_NO_AUTH"  # set by `memfold serve --no-auth` for its workers
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the files the ``fastapi-offline`` package ships, served by this server
+    (FastAPI's default page loads them from a CDN, which an offline machine cannot reach)."""
+    import fastapi_offline
+    from fastapi.openapi.docs import get_swagger_ui_html
+
+    assets = Path(fastapi_offline.__file__).parent / "static"
+    app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title="memfold API",
+                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs-assets/favicon.png")
 
 
 class BodyLimit:
@@ -111,8 +128,9 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
             if close_memory if close_memory is not None else owns:
                 mem.close()
 
-    app = FastAPI(title="memfold", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="memfold", version=__version__, lifespan=lifespan, docs_url=None,
                   description="Long-term memory for LLM agents. Send an API key as `Authorization: Bearer mfk_…`.")
+    _offline_docs(app)
     app.state.memory = mem
     app.state.keys = KeyStore(mem.index)
     app.state.no_auth = no_auth
