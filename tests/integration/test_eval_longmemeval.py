@@ -100,8 +100,13 @@ def test_vector_cache_same_report_nothing_embedded_twice(tmp_path: Path) -> None
     assert cache.embed(texts).shape == (1, 256) and cache.hits == 1 and cache.misses == 1
     cache.close()
     second = run_longmemeval(path, (1, 5), embedder=HashEmbedder(), infer=False, vector_cache=folder)
-    for key in ("recall_all", "recall_any", "tokens", "by_type"):
+    for key in ("recall_all", "recall_any"):
         assert first[key] == second[key]
+    # memories of equal score are ordered by their (new, random) ids: at k = 1 which of two tied
+    # turns comes first, and so the tokens returned, may differ between two ingests; at k = 5 all are in
+    assert first["tokens"]["5"] == second["tokens"]["5"]
+    assert {t: v["recall_all"] for t, v in first["by_type"].items()} == \
+        {t: v["recall_all"] for t, v in second["by_type"].items()}
     again = CachedEmbedder(HashEmbedder(), folder)
     assert again.count() == stored + 1  # the second run found every vector it needed
     again.close()

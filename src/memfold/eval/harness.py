@@ -147,6 +147,26 @@ def ask(mem: Memory, method: str, query: str, user_id: str, ks: Sequence[int], c
     return QuestionResult(category=category, gold=tuple(gold), found=found, tokens=tokens)
 
 
+def existing_file(path: str | Path, what: str, example: str) -> Path:
+    """``path`` as a benchmark's data file: an error naming the problem when it is missing or a folder."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInputError(f"{what} file {p} does not exist")
+    if p.is_dir():
+        raise InvalidInputError(f"{p} is a folder; give the {what} JSON file (e.g. {example})")
+    return p
+
+
+def ask_all(mem: Memory, probes: Sequence["Probe"], results: dict[str, list[QuestionResult]], ks: Sequence[int],
+            progress: "Progress", label: str = "asking questions") -> None:
+    """Every probe asked by every method of ``results`` (their lists are appended to)."""
+    progress.start(label, len(probes) * len(results))
+    for p in probes:
+        for method, bucket in results.items():
+            bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
+            progress.advance()
+
+
 @dataclass(frozen=True)
 class Probe:
     """One scored question of a benchmark: ``group`` is its unit for cross-validation (a LoCoMo

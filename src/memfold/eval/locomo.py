@@ -16,7 +16,19 @@ from ..engine.conversations import locomo_sessions
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from ..providers.embedder import Embedder
-from .harness import DEFAULT_KS, Clock, NoProgress, Probe, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .harness import (
+    DEFAULT_KS,
+    Clock,
+    NoProgress,
+    Probe,
+    Progress,
+    ask_all,
+    eval_memory,
+    existing_file,
+    methods,
+    namespace_for,
+    require_empty,
+)
 from .metrics import QuestionResult, normalise_evidence, summarise
 
 MAIN_CATEGORIES = ("1", "2", "3", "4")
@@ -25,11 +37,7 @@ CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "s
 
 def load_locomo(path: str | Path) -> list[dict[str, Any]]:
     """The conversations of a LoCoMo JSON file (a list of ``{sample_id, conversation, qa}``)."""
-    p = Path(path)
-    if not p.exists():
-        raise InvalidInputError(f"LoCoMo file {p} does not exist")
-    if p.is_dir():
-        raise InvalidInputError(f"{p} is a folder; give the LoCoMo JSON file (e.g. locomo_dev.json)")
+    p = existing_file(path, "LoCoMo", "locomo_dev.json")
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -87,11 +95,7 @@ def run_locomo(path: str | Path, ks: Sequence[int] = DEFAULT_KS, *, baselines: b
     results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
     with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
         probes, n_memories = ingest_locomo(mem, path, infer=infer, progress=progress)
-        progress.start("asking questions", len(probes) * len(results))
-        for p in probes:
-            for method, bucket in results.items():
-                bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
-                progress.advance()
+        ask_all(mem, probes, results, ks, progress, "asking questions")
         embedder_name = mem.embedder.name
         fusion = mem.policy().fusion_keyword_weight
     report: dict[str, Any] = {"dataset": f"locomo:{Path(path).name}", **summarise(results["memfold"], ks, MAIN_CATEGORIES)}

@@ -18,7 +18,18 @@ from typing import Any
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from ..providers.embedder import Embedder
-from .harness import Clock, NoProgress, Probe, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .harness import (
+    Clock,
+    NoProgress,
+    Probe,
+    Progress,
+    ask_all,
+    eval_memory,
+    existing_file,
+    methods,
+    namespace_for,
+    require_empty,
+)
 from .metrics import QuestionResult
 
 LME_KS = (5, 10, 20)
@@ -37,11 +48,7 @@ def parse_lme_date(text: str) -> datetime:
 
 def load_longmemeval(path: str | Path) -> list[dict[str, Any]]:
     """The questions of a LongMemEval JSON file (``.json`` or ``.json.gz``)."""
-    p = Path(path)
-    if not p.exists():
-        raise InvalidInputError(f"LongMemEval file {p} does not exist")
-    if p.is_dir():
-        raise InvalidInputError(f"{p} is a folder; give the LongMemEval JSON file (e.g. longmemeval_s_dev.json.gz)")
+    p = existing_file(path, "LongMemEval", "longmemeval_s_dev.json.gz")
     try:
         raw = p.read_bytes()
         text = gzip.decompress(raw).decode("utf-8") if raw[:2] == b"\x1f\x8b" else raw.decode("utf-8")
@@ -136,11 +143,7 @@ def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: 
     with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
         probes, n_memories, n_turns = ingest_longmemeval(mem, path, infer=infer, limit=limit, progress=progress)
         ingest_seconds = clock.seconds()
-        progress.start("asking questions", len(probes) * len(results))
-        for p in probes:
-            for method, bucket in results.items():
-                bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
-                progress.advance()
+        ask_all(mem, probes, results, ks, progress, "asking questions")
         embedder_name = mem.embedder.name
         fusion = mem.policy().fusion_keyword_weight
     report: dict[str, Any] = {"dataset": f"longmemeval:{Path(path).name}", **summarise_lme(results["memfold"], ks)}

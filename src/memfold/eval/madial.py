@@ -17,7 +17,17 @@ from ..engine.conversations import read_jsonl
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from ..providers.embedder import Embedder
-from .harness import Clock, NoProgress, Probe, Progress, ask, eval_memory, methods, namespace_for, require_empty
+from .harness import (
+    Clock,
+    NoProgress,
+    Probe,
+    Progress,
+    ask_all,
+    eval_memory,
+    methods,
+    namespace_for,
+    require_empty,
+)
 from .metrics import QuestionResult, summarise
 
 MADIAL_KS = (1, 3, 5, 10)
@@ -119,11 +129,7 @@ def run_madial(lang_dir: str | Path, ks: Sequence[int] = MADIAL_KS, *, baselines
     results: dict[str, list[QuestionResult]] = {m: [] for m in methods(baselines)}
     with eval_memory(root, embedder=embedder, policy=policy, vector_cache=vector_cache) as mem:
         probes, n_memories = ingest_madial(mem, lang_dir, infer=infer, progress=progress)
-        progress.start("asking dialogues", len(probes) * len(results))
-        for p in probes:
-            for method, bucket in results.items():
-                bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
-                progress.advance()
+        ask_all(mem, probes, results, ks, progress, "asking dialogues")
         embedder_name = mem.embedder.name
         fusion = mem.policy().fusion_keyword_weight
     folder = Path(lang_dir)
