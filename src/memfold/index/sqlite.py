@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
 import threading
 import uuid
@@ -19,15 +18,15 @@ import numpy as np
 
 from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceError
 from ..models import HistoryEntry, MemoryRecord
-from ..text import forgetting
 from ..workspace.files import FileLock
 from . import leases
 from .base import IndexItem
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_cache import SqliteCacheReads
-from .sqlite_rows import SqliteRowReads
+from .sqlite_rows import SqlitePurge, SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures
+from .sqlite_tx import _read_only, _reason, _Tx
 from .vectors import EXACT_MAX
 
 log = logging.getLogger("memfold")
@@ -35,7 +34,7 @@ log = logging.getLogger("memfold")
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 
 
-class SqliteIndex(SqliteRowReads, SqliteCacheReads):
+class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
     _tx_depth = 0  # open transactions of this object (``_Tx``)
@@ -382,63 +381,10 @@ class SqliteIndex(SqliteRowReads, SqliteCacheReads):
         with self._lock, self._tx():
             leases.sqlite_release_lease(self._db, user_id, name, holder)
 
-    def stats(self, user_id: str) -> dict[str, Any]:
-        with self._lock:
-            by_type = dict(self._db.execute(
-                "SELECT memory_type, COUNT(*) FROM memories WHERE user_id = ? AND is_active = 1 GROUP BY memory_type",
-                (user_id,)).fetchall())
-            row = self._db.execute(
-                "SELECT COUNT(*), AVG(importance), SUM(is_active = 0), SUM(file = '') FROM memories WHERE user_id = ?",
-                (user_id,)).fetchone()
-        return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
-                "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
-                "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
-
     def search_footprint(self) -> dict[str, dict[str, dict[str, int]]]:
         """Sizes of the in-process search structures of each namespace this process has loaded."""
         with self._lock:
             return self._search.footprint()
-    # ---- deleted means deleted (engine/purge.py) --------------------------------------------
-    def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
-        with self._lock:
-            return [record_from_row(r) for r in self._db.execute(
-                f"SELECT {_COLS} FROM memories WHERE user_id = ? AND is_active = 0 AND superseded_by IN "
-                "(SELECT value FROM json_each(?)) ORDER BY rowid", (user_id, json.dumps(list(ids))))]
-
-    def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
-        texts = [t for t in dict.fromkeys(texts) if t]
-        if not texts:
-            return []
-        cond = " OR ".join(["instr(context, ?) > 0"] * len(texts))
-        with self._lock:
-            return [record_from_row(r) for r in self._db.execute(
-                f"SELECT {_COLS} FROM memories WHERE user_id = ? AND context != '' AND ({cond}) ORDER BY rowid",
-                [user_id, *texts])]
-
-    def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
-        texts = [t for t in dict.fromkeys(texts) if t]
-        sel = "SELECT n, memory_id, old_content, new_content, detail FROM history WHERE user_id = ? AND "
-        with self._lock:
-            with self._tx():
-                rows = {r[0]: r for r in self._db.execute(sel + "memory_id IN (SELECT value FROM json_each(?))",
-                                                          (user_id, json.dumps(list(ids))))}
-                for t, tj in zip(texts, forgetting.json_forms(texts)):
-                    rows.update((r[0], r) for r in self._db.execute(
-                        sel + "(instr(old_content, ?) OR instr(new_content, ?) OR instr(detail, ?))", (user_id, t, t, tj)))
-                updates = forgetting.changes([(*r[:4], json.loads(r[4] or "{}")) for r in rows.values()], ids, texts)
-                self._db.executemany("UPDATE history SET old_content = ?, new_content = ?, detail = ? WHERE n = ?",
-                                     updates)
-            self._search.drop_snapshot(user_id)
-            self._truncate_wal()
-        return len(updates)
-
-    def _truncate_wal(self) -> None:
-        """Empty the WAL into the file: its old frames hold pages as they were before the delete."""
-        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if busy:
-            log.warning("index %s: another process is reading; the write-ahead log keeps deleted text until "
-                        "the next checkpoint overwrites it", self.path)
-
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -446,78 +392,3 @@ class SqliteIndex(SqliteRowReads, SqliteCacheReads):
             self._closed = True
             self._search.save_snapshots()
             self._db.close()
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    """Undo the open transaction, if SQLite has not already (it does after a full disk)."""
-    if db.in_transaction:
-        try:
-            db.execute("ROLLBACK")
-        except sqlite3.DatabaseError:
-            pass
-
-
-def _reason(exc: sqlite3.DatabaseError) -> str:
-    """An SQLite error in words a user can act on. Never advice to delete the index: episodic turns,
-    history and sessions live only there."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and "disk is full" in text:
-        return ("the disk is full; nothing of this change was stored (the Markdown files are unchanged). "
-                "Free some space and try again")
-    if "readonly" in text or "read-only" in text:
-        return f"{text} (the workspace is read-only for this process)"
-    if "not a database" in text or "malformed" in text:
-        return (f"{text}. The Markdown files are not affected; keep this file (episodic turns, history and "
-                "sessions live only in it) and restore it from a backup if you have one")
-    return text
-
-
-def _read_only(path: Path) -> bool:
-    """Whether this process may not write the index: its folder (lock and WAL files live there) or
-    the file itself is not writable."""
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    return not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK))
-
-
-class _Tx:
-    """BEGIN IMMEDIATE … COMMIT, re-entrant within one index object."""
-
-    def __init__(self, index: SqliteIndex):
-        self.index = index
-
-    def __enter__(self) -> None:
-        ix = self.index
-        if ix.read_only:
-            ix._refuse_write()
-        ix._lock.acquire()
-        depth = getattr(ix, "_tx_depth", 0)
-        if depth == 0:
-            try:
-                ix._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.DatabaseError as exc:
-                ix._lock.release()
-                raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
-            except BaseException:
-                ix._lock.release()
-                raise
-        ix._tx_depth = depth + 1
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, _tb: object) -> None:
-        ix = self.index
-        ix._tx_depth -= 1
-        try:
-            if ix._tx_depth == 0:
-                if exc_type is None:
-                    try:
-                        ix._db.execute("COMMIT")
-                    except sqlite3.DatabaseError as failed:
-                        _rollback(ix._db)
-                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(failed)}") from failed
-                else:
-                    _rollback(ix._db)
-                    if isinstance(exc, sqlite3.DatabaseError):
-                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
-        finally:
-            ix._lock.release()

@@ -5,20 +5,24 @@ built it (the source of ``memfold migrate`` and of the rebuild for another embed
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InvalidInputError, MemoryIndexError
-from ..models import HistoryEntry
+from ..models import HistoryEntry, MemoryRecord
+from ..text import forgetting
 from .base import IndexItem
 from .rows import HISTORY_FIELDS, RECORD_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
 from .sqlite_schema import SCHEMA_VERSION
 
+log = logging.getLogger("memfold")
 _RECORD_COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 _N = len(RECORD_FIELDS)
 
@@ -77,6 +81,72 @@ class SqliteRowReads:
         with self._lock:
             return self._db.execute(f"SELECT {cols} FROM {table}{mine} ORDER BY {order}",
                                     [user_id] if user_id is not None else []).fetchall()
+
+
+class SqlitePurge:
+    """Stats and what ``engine/purge.py`` asks of the embedded index (deleted means deleted):
+    archived predecessors, rows quoting deleted words, history without the words, an emptied WAL."""
+
+    _db: sqlite3.Connection
+    _lock: Any  # a threading.RLock
+    path: Path
+    if TYPE_CHECKING:  # provided by SqliteIndex
+        _search: Any
+
+        def _tx(self) -> AbstractContextManager[None]: ...
+
+    def stats(self, user_id: str) -> dict[str, Any]:
+        with self._lock:
+            by_type = dict(self._db.execute(
+                "SELECT memory_type, COUNT(*) FROM memories WHERE user_id = ? AND is_active = 1 GROUP BY memory_type",
+                (user_id,)).fetchall())
+            row = self._db.execute(
+                "SELECT COUNT(*), AVG(importance), SUM(is_active = 0), SUM(file = '') FROM memories WHERE user_id = ?",
+                (user_id,)).fetchone()
+        return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
+                "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
+                "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
+
+    # ---- deleted means deleted (engine/purge.py) --------------------------------------------
+    def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        with self._lock:
+            return [record_from_row(r) for r in self._db.execute(
+                f"SELECT {_RECORD_COLS} FROM memories WHERE user_id = ? AND is_active = 0 AND superseded_by IN "
+                "(SELECT value FROM json_each(?)) ORDER BY rowid", (user_id, json.dumps(list(ids))))]
+
+    def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
+        texts = [t for t in dict.fromkeys(texts) if t]
+        if not texts:
+            return []
+        cond = " OR ".join(["instr(context, ?) > 0"] * len(texts))
+        with self._lock:
+            return [record_from_row(r) for r in self._db.execute(
+                f"SELECT {_RECORD_COLS} FROM memories WHERE user_id = ? AND context != '' AND ({cond}) ORDER BY rowid",
+                [user_id, *texts])]
+
+    def forget_text(self, user_id: str, ids: Sequence[str], texts: Sequence[str]) -> int:
+        texts = [t for t in dict.fromkeys(texts) if t]
+        sel = "SELECT n, memory_id, old_content, new_content, detail FROM history WHERE user_id = ? AND "
+        with self._lock:
+            with self._tx():
+                rows = {r[0]: r for r in self._db.execute(sel + "memory_id IN (SELECT value FROM json_each(?))",
+                                                          (user_id, json.dumps(list(ids))))}
+                for t, tj in zip(texts, forgetting.json_forms(texts)):
+                    rows.update((r[0], r) for r in self._db.execute(
+                        sel + "(instr(old_content, ?) OR instr(new_content, ?) OR instr(detail, ?))", (user_id, t, t, tj)))
+                updates = forgetting.changes([(*r[:4], json.loads(r[4] or "{}")) for r in rows.values()], ids, texts)
+                self._db.executemany("UPDATE history SET old_content = ?, new_content = ?, detail = ? WHERE n = ?",
+                                     updates)
+            self._search.drop_snapshot(user_id)
+            self._truncate_wal()
+        return len(updates)
+
+    def _truncate_wal(self) -> None:
+        """Empty the WAL into the file: its old frames hold pages as they were before the delete."""
+        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning("index %s: another process is reading; the write-ahead log keeps deleted text until "
+                        "the next checkpoint overwrites it", self.path)
 
 
 class SqliteSource(SqliteRowReads):
