@@ -28,6 +28,19 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert (tmp_path / "ws" / "bench-200" / "index.db").exists()  # --root keeps the workspace
 
 
+def test_bench_maintain_smoke_and_its_size_check(tmp_path: Path) -> None:
+    out = tmp_path / "maintain.json"
+    res = run_cli(tmp_path / "ws", "bench", "--maintain", "--n", "300", "--json", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    run = json.loads(res.stdout)["runs"][0]
+    assert run["n"] == 300 and run["dry_run_seconds"] > 0 and run["total_seconds"] > 0
+    assert run["jobs"]["tidy"]["status"] == "done" and run["jobs"]["tidy"]["archived"] > 0  # done todos, duplicates
+    assert run["memory_md_chars_after"] < run["memory_md_chars_before"]
+    assert (tmp_path / "ws" / "maintain-300").is_dir()  # --root keeps the workspace
+    res = run_cli(tmp_path / "ws", "bench", "--maintain", "--n", "5")
+    assert res.returncode != 0 and "--n needs sizes of at least 10 for --maintain, got [5]" in res.stderr
+
+
 def test_eval_cli_errors_name_the_problem(tmp_path: Path) -> None:
     res = run_cli(tmp_path / "ws", "eval", "locomo", str(tmp_path / "nope.json"))
     assert res.returncode == 1 and "does not exist" in res.stderr

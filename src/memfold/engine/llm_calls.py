@@ -18,6 +18,8 @@ from ..errors import ProviderError
 from ..index.base import Index
 from ..models import utcnow
 from ..providers.chat import ChatModel, ChatResult
+from ..text.memory_markdown import clean_content
+from ..text.secrets import a_kind, find_secret
 
 log = logging.getLogger("memfold")
 USAGE_KIND, USAGE_KEY = "usage", "llm"
@@ -124,3 +126,15 @@ def parse_json_answer(text: str) -> Any:
                     pass
         raise ValueError(f"the answer is not valid JSON ({first.msg} at line {first.lineno} "
                          f"column {first.colno})") from None
+
+
+def answer_text(value: Any, what: str, max_chars: int) -> str:
+    """A text an LLM answered for storing: cleaned like a bullet ("" when missing or not a string);
+    ValueError naming ``what`` when it is longer than ``max_chars`` or holds a secret."""
+    text = clean_content(value) if isinstance(value, str) else ""
+    if len(text) > max_chars:
+        raise ValueError(f"{what} has {len(text)} characters, more than {max_chars}")
+    kind = find_secret(text)
+    if kind:
+        raise ValueError(f"{what} contains {a_kind(kind)}")
+    return text

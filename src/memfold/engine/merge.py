@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 from .. import prompts
 from ..errors import ProviderError
 from ..models import EPISODIC, MemoryRecord
-from ..text.memory_markdown import clean_content
-from ..text.secrets import a_kind, find_secret, redact
+from ..text.secrets import redact
 from . import records as rec
 from .dedupe import Candidate, Decision, Neighbours, Origin, Verdict, keep_both, merged_record, same_words, stored_twin
-from .llm_calls import LLMCalls, parse_json_answer
+from .llm_calls import LLMCalls, answer_text, parse_json_answer
 
 if TYPE_CHECKING:
     from ..providers.embedder import Embedder
@@ -53,17 +52,12 @@ def parse_decision(text: str) -> tuple[str, str, str]:
         raise ValueError(f"action {data.get('action')!r} is not one of {', '.join(ACTIONS)}")
     reason = data.get("reason")
     reason = redact(reason.strip()) if isinstance(reason, str) else ""  # kept in the history
-    merged = data.get("merged_content")
-    merged = clean_content(merged) if isinstance(merged, str) else ""
-    if action == "merge":
-        if not merged:
-            raise ValueError("action 'merge' needs a non-empty merged_content")
-        if len(merged) > MAX_MERGED_CHARS:
-            raise ValueError(f"merged_content has {len(merged)} characters, more than {MAX_MERGED_CHARS}")
-        kind = find_secret(merged)
-        if kind:
-            raise ValueError(f"merged_content contains {a_kind(kind)}")
-    return action, reason, merged if action == "merge" else ""
+    if action != "merge":
+        return action, reason, ""
+    merged = answer_text(data.get("merged_content"), "merged_content", MAX_MERGED_CHARS)
+    if not merged:
+        raise ValueError("action 'merge' needs a non-empty merged_content")
+    return action, reason, merged
 
 
 def ask(calls: LLMCalls, old: MemoryRecord, new: MemoryRecord, language: str) -> Decision:

@@ -230,17 +230,24 @@ class RecordingEmbedder:
         return getattr(self.inner, attr)
 
 
+def bench_start(ns: Sequence[int], smallest: int, sizes: str, backend: str, root: str | Path | None,
+                prefix: str) -> tuple[list[float], Path]:
+    """The checks and the start every bench shares: the sizes (``--n``), the backend, the load
+    average before, and the folder (``root``, or a new temporary one named ``prefix…``)."""
+    if not ns or any(n < smallest for n in ns):
+        raise InvalidInputError(f"--n needs {sizes}, got {list(ns)}")
+    if backend not in ("sqlite", "postgres"):
+        raise InvalidInputError(f"--backend must be 'sqlite' or 'postgres', got {backend!r}")
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    return load_before, Path(root) if root else Path(tempfile.mkdtemp(prefix=prefix))
+
+
 def run_bench(ns: Sequence[int], *, backend: str = "sqlite", root: str | Path | None = None,
               embedder: Embedder | None = None, n_queries: int = 200, n_single: int = 200,
               progress: Progress | None = None) -> dict[str, Any]:
     """Run the scale test for every n; with ``root``, each n gets ``root/bench-<n>`` (kept)."""
-    if not ns or any(n < 1 for n in ns):
-        raise InvalidInputError(f"--n needs positive sizes, got {list(ns)}")
-    if backend not in ("sqlite", "postgres"):
-        raise InvalidInputError(f"--backend must be 'sqlite' or 'postgres', got {backend!r}")
     progress = progress or NoProgress()
-    load_before = [round(x, 2) for x in os.getloadavg()]
-    base = Path(root) if root else Path(tempfile.mkdtemp(prefix="memfold-bench-"))
+    load_before, base = bench_start(ns, 1, "positive sizes", backend, root, "memfold-bench-")
     t0 = time.perf_counter()
     try:
         emb = embedder or make_embedder(load_settings(base).embedder)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
@@ -25,7 +24,7 @@ from ..errors import InvalidInputError
 from ..maintenance import job_names
 from ..models import MemoryRecord, MemoryType
 from ..providers.embedder import Embedder, make_embedder
-from .bench import synthetic_texts
+from .bench import bench_start, synthetic_texts
 from .harness import NoProgress, Progress
 
 
@@ -86,13 +85,9 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, progress: P
 def run_maintain_bench(ns: Sequence[int], *, backend: str = "sqlite", root: str | Path | None = None,
                        embedder: Embedder | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Time maintenance for every n; with ``root``, each n gets ``root/maintain-<n>`` (kept)."""
-    if not ns or any(n < 10 for n in ns):
-        raise InvalidInputError(f"--n needs sizes of at least 10 for --maintain, got {list(ns)}")
-    if backend not in ("sqlite", "postgres"):
-        raise InvalidInputError(f"--backend must be 'sqlite' or 'postgres', got {backend!r}")
     progress = progress or NoProgress()
-    load_before = [round(x, 2) for x in os.getloadavg()]
-    base = Path(root) if root else Path(tempfile.mkdtemp(prefix="memfold-bench-maintain-"))
+    load_before, base = bench_start(ns, 10, "sizes of at least 10 for --maintain", backend, root,
+                                    "memfold-bench-maintain-")
     try:
         emb = embedder or make_embedder(load_settings(base).embedder)
         runs = []

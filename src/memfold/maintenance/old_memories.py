@@ -19,12 +19,10 @@ import numpy as np
 
 from .. import prompts
 from ..engine import records as rec
-from ..engine.llm_calls import CallCapReached, LLMCalls, parse_json_answer, record_usage
+from ..engine.llm_calls import CallCapReached, LLMCalls, answer_text, parse_json_answer, record_usage
 from ..engine.store import file_for
 from ..errors import ProviderError
 from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
-from ..text.memory_markdown import clean_content
-from ..text.secrets import a_kind, find_secret
 from .apply import Archive, Changes, apply_changes
 from .base import DONE, FAILED, NOT_DUE, NOTHING, PLANNED, JobContext, JobResult
 
@@ -151,14 +149,9 @@ def ask_llm(ctx: JobContext, calls: LLMCalls, g: Group) -> list[tuple[MemoryReco
     out = []
     for item in answer:
         text = item.get("content") if isinstance(item, dict) else None
-        content = clean_content(text) if isinstance(text, str) else ""
+        content = answer_text(text, "a compressed memory", MAX_CHARS)
         if not content:
             raise ValueError("a compressed memory has no content")
-        if len(content) > MAX_CHARS:
-            raise ValueError(f"a compressed memory has {len(content)} characters, more than {MAX_CHARS}")
-        kind = find_secret(content)
-        if kind:
-            raise ValueError(f"a compressed memory contains {a_kind(kind)}")
         imp = item.get("importance_score")
         imp = float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) and 0 <= imp <= 1 \
             else max(r.importance for r in g.members)
