@@ -46,6 +46,7 @@ class IndexSettings:
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 100
+    access_delay_ms: int = 100  # postgres: searches' access statistics written by a background thread (0: inside)
 
 
 @dataclass(frozen=True)

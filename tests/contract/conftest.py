@@ -32,6 +32,8 @@ def make_index(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     opened: list[Any] = []
     schemas: dict[str, str] = {}
     drops: list[Callable[[], Any]] = []
+    if backend == "postgres":  # set up first, so that the indexes are closed before their schema is dropped
+        schemas["main"] = request.getfixturevalue("pg_dsn")
 
     def open_(dim: int = DIM, embedder_name: str = "test", name: str = "main") -> Index:
         if backend == "sqlite":

@@ -178,6 +178,7 @@ def test_access_statistics_updates_stay_on_the_page(pg_dsn: str) -> None:
         assert len(set(before.values())) < 60  # several rows share a page
         for k in range(5):
             ix.record_access("u", [f"u{i}" for i in range(k, 60, 5)], datetime.now(timezone.utc))
+            ix.flush_access()  # each search's accesses written on their own (they are queued: pg_access)
         # an update that leaves its page is a full one: the row gets new entries in every index
         assert pages() == before
         assert all(r.access_count == 1 for r in ix.get("u", list(before)))

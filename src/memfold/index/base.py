@@ -205,6 +205,7 @@ def open_index(settings: "Settings", dim: int, embedder_name: str) -> Index:
 
         ix = settings.index
         opts = PgOptions(pool_min=ix.pool_min, pool_max=ix.pool_max, pool_timeout=ix.pool_timeout, hnsw_m=ix.hnsw_m,
-                         hnsw_ef_construction=ix.hnsw_ef_construction, hnsw_ef_search=ix.hnsw_ef_search)
+                         hnsw_ef_construction=ix.hnsw_ef_construction, hnsw_ef_search=ix.hnsw_ef_search,
+                         access_delay_ms=ix.access_delay_ms)
         return PostgresIndex(settings.index.dsn, dim=dim, embedder_name=embedder_name, options=opts)
     raise ConfigError(f"setting [index] backend must be 'sqlite' or 'postgres', got {backend!r}")

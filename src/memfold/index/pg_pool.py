@@ -26,10 +26,12 @@ class PgOptions:
     hnsw_m: int = 16  # HNSW graph degree (when the index is created)
     hnsw_ef_construction: int = 64  # HNSW build-time candidate list (when the index is created)
     hnsw_ef_search: int = 100  # HNSW query-time candidate list (every connection)
+    access_delay_ms: int = 100  # searches' access statistics written this long after, in one transaction; 0: inside
 
     def check(self) -> "PgOptions":
         bounds = {"pool_min": (0, 1000), "pool_max": (1, 1000), "hnsw_m": (2, 100),
-                  "hnsw_ef_construction": (4, 1000), "hnsw_ef_search": (1, 1000)}
+                  "hnsw_ef_construction": (4, 1000), "hnsw_ef_search": (1, 1000),
+                  "access_delay_ms": (0, 60_000)}
         for key, (lo, hi) in bounds.items():
             v = getattr(self, key)
             if not isinstance(v, int) or not lo <= v <= hi:

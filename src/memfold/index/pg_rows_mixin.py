@@ -35,10 +35,13 @@ class PgPurgeAndRows:
     if TYPE_CHECKING:  # provided by PostgresIndex
         _instance: str
 
+        def flush_access(self) -> int: ...
+
         def _cur(self, write: bool = False) -> AbstractContextManager[Any]: ...
 
     # ---- deleted means deleted (engine/purge.py) --------------------------------------------
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        self.flush_access()
         with self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND NOT is_active "
                         "AND superseded_by = ANY(%s) ORDER BY n", (user_id, list(ids)))
@@ -48,6 +51,7 @@ class PgPurgeAndRows:
         texts = [t for t in dict.fromkeys(texts) if t]
         if not texts:
             return []
+        self.flush_access()
         with self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories m WHERE user_id = %s AND context <> '' AND EXISTS "
                         "(SELECT 1 FROM unnest(%s::text[]) t WHERE strpos(m.context, t) > 0) ORDER BY n",
@@ -110,6 +114,7 @@ class PgPurgeAndRows:
         mine = " AND user_id = %s" if user_id is not None else ""
         sql = f"SELECT n, {cols} FROM {table} WHERE n > %s{mine} ORDER BY n LIMIT %s"
         batch, last = max(1, batch), 0
+        self.flush_access()
         while True:
             with self._cur() as cur:
                 cur.execute(sql, (last, *([user_id] if user_id is not None else []), batch))
@@ -151,6 +156,7 @@ class PgPurgeAndRows:
 
     def most_accessed(self, user_id: str, limit: int) -> list[MemoryRecord]:
         """The namespace's ``limit`` active memories with the most accesses (ties: latest access, id)."""
+        self.flush_access()
         with self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND is_active AND access_count > 0 "
                         "ORDER BY access_count DESC, last_accessed_at DESC NULLS LAST, id LIMIT %s", (user_id, limit))

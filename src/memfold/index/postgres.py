@@ -9,6 +9,7 @@ transaction on a connection of the pool (``pg_pool``)."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ import numpy as np
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord
 from . import leases, pg_counter
+from .pg_access import AccessQueue, PgAccess
 from .base import IndexItem
 from .pg_pool import PgOptions, Pool
 from .pg_rows_mixin import _COL_LIST, _COLS, PgPurgeAndRows
@@ -28,6 +30,7 @@ from .pg_schema import connect, describe, driver, ensure_schema
 from .pg_search import PgKeywords, PgVectors, bump, tombstone
 from .rows import history_from_row, record_from_row
 
+log = logging.getLogger("memfold.index")
 _UPDATE = ", ".join(f"{c} = %s" for c in _COL_LIST[1:])
 
 _INSERT = (f"INSERT INTO user_memories ({_COLS}, content_hash, embedding, terms, seq) "
@@ -44,7 +47,7 @@ def _terms_list(terms: str) -> list[str]:
     return terms.split()
 
 
-class PostgresIndex(PgPurgeAndRows):
+class PostgresIndex(PgPurgeAndRows, PgAccess):
     """``Index`` over one PostgreSQL database (tables in the connection's ``search_path``).
 
     Thread-safe: each call borrows a connection of the pool; many processes may share the database."""
@@ -67,6 +70,8 @@ class PostgresIndex(PgPurgeAndRows):
         self.pool = Pool(dsn, self.options)
         self._keywords = PgKeywords()
         self._near = PgVectors(dim)
+        delay = self.options.access_delay_ms / 1000.0  # access statistics written behind the search (pg_access)
+        self._access = AccessQueue(self._write_access, delay) if delay > 0 else None
 
     # ---- plumbing -------------------------------------------------------------------
     @contextmanager
@@ -94,6 +99,7 @@ class PostgresIndex(PgPurgeAndRows):
     def upsert(self, items: Sequence[IndexItem]) -> None:
         if not items:
             return
+        self.flush_access()  # the records carry access counts read with the queued ones: not counted twice
         with self._cur(write=True) as cur:
             ids = list(dict.fromkeys(it.record.id for it in items))
             cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) "
@@ -140,6 +146,7 @@ class PostgresIndex(PgPurgeAndRows):
                         (gone, gone))
 
     def pending_vectors(self, limit: int) -> list[MemoryRecord]:
+        self.flush_access()
         with self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE embedding IS NULL ORDER BY n LIMIT %s",
                         (max(0, limit),))
@@ -165,20 +172,6 @@ class PostgresIndex(PgPurgeAndRows):
             return
         with self._cur(write=True) as cur:
             self._delete_rows(cur, user_id, ids)
-
-    def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
-        if not ids:
-            return
-        with self._cur(write=True) as cur:
-            # the rows locked in id order first: two searches never wait on each other in a cycle
-            cur.execute("SELECT 1 FROM user_memories WHERE id = ANY(%s) AND user_id = %s ORDER BY id FOR UPDATE",
-                        (sorted(set(ids)), user_id))
-            # then one statement for all hits (an id given twice counts twice, as one update per id did)
-            cur.execute("UPDATE user_memories m SET access_count = m.access_count + c.k, last_accessed_at = %s "
-                        "FROM (SELECT x AS id, count(*)::int AS k FROM unnest(%s::text[]) x GROUP BY x) c "
-                        "WHERE m.id = c.id AND m.user_id = %s", (at, list(ids), user_id))
-            cur.execute("INSERT INTO memory_access_log (user_id, at, ids) VALUES (%s, %s, %s)",
-                        (user_id, at, list(ids)))
 
     def append_history(self, entries: Sequence[HistoryEntry]) -> None:
         if not entries:
@@ -217,10 +210,10 @@ class PostgresIndex(PgPurgeAndRows):
     def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:
             return []
-        with self._cur() as cur:
+        with self._reading(), self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND id = ANY(%s)",
                         (user_id, list(ids)))
-            out = {r[0]: record_from_row(r) for r in cur.fetchall()}
+            out = {r.id: r for r in self._overlay([record_from_row(r) for r in cur.fetchall()])}
         return [out[i] for i in ids if i in out]
 
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
@@ -242,10 +235,10 @@ class PostgresIndex(PgPurgeAndRows):
             where.append("memory_type = %s")
             args.append(memory_type)
         limit = None if limit is not None and limit < 0 else limit  # SQLite: a negative limit means none
-        with self._cur() as cur:
+        with self._reading(), self._cur() as cur:
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE {' AND '.join(where)} ORDER BY n "
                         "LIMIT %s OFFSET %s", [*args, limit, max(0, offset)])
-            return [record_from_row(r) for r in cur.fetchall()]
+            return self._overlay([record_from_row(r) for r in cur.fetchall()])
 
     def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
         with self._cur() as cur:
@@ -390,6 +383,13 @@ class PostgresIndex(PgPurgeAndRows):
             return int(cur.fetchone()[0])
 
     def close(self) -> None:
+        if self._access is not None:
+            try:
+                self._access.close()  # what searches recorded is written before the pool goes
+            except Exception as exc:  # noqa: BLE001 - closing goes on; the loss is named
+                log.error("PostgreSQL index at %s: access statistics of %d rows not written at close: %s", self.where,
+                          len(self._access), exc)
+            self._access = None
         with self._lock:
             for _, conn in self._leases.values():
                 conn.close()

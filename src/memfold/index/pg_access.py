@@ -1,0 +1,236 @@
+"""Access statistics of the PostgreSQL index written behind the search (``[index] access_delay_ms``).
+
+Recording a search's accesses was a transaction of its own (the hits locked in id order, one
+``UPDATE``, a log row, a commit): on a cached search most of its time. ``AccessQueue`` keeps them in
+process instead, merged per row, and a background thread writes everything queued in one
+transaction at most ``delay`` seconds later. Bounds: at most ``max_rows`` distinct rows and
+``max_calls`` log entries wait; a search that finds the queue full writes it itself before
+queueing (nothing is dropped). ``close`` writes what is left; a failed write keeps the batch for
+the next attempt.
+
+This process sees its own accesses at once: rows it reads get what is queued for them added
+(``overlay``). A flush and a read never interleave (a read/write lock): a read either sees a
+batch in the table or in the queue, never in both or neither. Other processes see them after the
+flush, within ``delay``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..models import MemoryRecord
+
+log = logging.getLogger("memfold.index")
+
+MAX_ROWS = 10_000  # distinct rows whose accesses may wait
+MAX_CALLS = 2_000  # access-log entries (one per search) that may wait
+
+
+@dataclass
+class Batch:
+    """Queued accesses: per (namespace, id) a count and the latest time, and the log's entries."""
+
+    rows: dict[tuple[str, str], tuple[int, datetime]]
+    calls: list[tuple[str, datetime, list[str]]]
+
+
+class _RWLock:
+    """Many readers or one writer; a waiting writer goes before new readers."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class AccessQueue:
+    """Accesses waiting to be written by ``write(batch)`` (one transaction), from a daemon thread."""
+
+    def __init__(self, write: Callable[[Batch], None], delay: float, *, max_rows: int = MAX_ROWS,
+                 max_calls: int = MAX_CALLS):
+        self._write = write
+        self.delay = delay
+        self.max_rows = max_rows
+        self.max_calls = max_calls
+        self._mu = threading.Lock()  # guards the queue
+        self._flushing = threading.Lock()  # one flush at a time
+        self._rw = _RWLock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._closed = False
+        self._failing = False
+        self._batch = Batch({}, [])
+        self._thread: threading.Thread | None = None
+
+    def __len__(self) -> int:
+        with self._mu:
+            return len(self._batch.rows)
+
+    def add(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
+        """Queue one search's accesses; write the queue first when it is full."""
+        while True:
+            with self._mu:
+                b = self._batch
+                new = sum(1 for i in set(ids) if (user_id, i) not in b.rows)
+                if len(b.rows) + new <= self.max_rows and len(b.calls) < self.max_calls or not b.calls:
+                    for i in ids:
+                        b.rows[(user_id, i)] = (b.rows.get((user_id, i), (0, at))[0] + 1, at)  # as one UPDATE per search
+                    b.calls.append((user_id, at, list(ids)))
+                    break
+            self.flush()  # full: the caller writes it (backpressure), then queues
+        self._start()
+        self._wake.set()
+
+    def _start(self) -> None:
+        if self._thread is None and not self._closed:
+            with self._mu:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="memfold-access", daemon=True)
+                    self._thread.start()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait()
+            if self._closed:
+                return
+            self._wake.clear()
+            # gather what more searches record within the delay, then write it all at once
+            self._stop.wait(self.delay)
+            try:
+                self.flush()
+            except Exception as exc:  # kept queued; the next add or close retries
+                if not self._failing:
+                    log.warning("access statistics could not be written (kept, retried): %s", exc)
+                self._failing = True
+                self._stop.wait(max(self.delay, 1.0))
+
+    def flush(self) -> int:
+        """Write everything queued now; returns how many rows' statistics were written. A failed
+        write puts the batch back (merged with what was queued meanwhile) and raises."""
+        with self._flushing, self._rw.write():
+            with self._mu:
+                batch, self._batch = self._batch, Batch({}, [])
+            if not batch.calls:
+                return 0
+            try:
+                self._write(batch)
+            except BaseException:
+                with self._mu:
+                    for key, (k, at) in self._batch.rows.items():  # queued meanwhile: later, its time wins
+                        batch.rows[key] = (batch.rows.get(key, (0, at))[0] + k, at)
+                    batch.calls.extend(self._batch.calls)
+                    self._batch = batch
+                raise
+            self._failing = False
+            return len(batch.rows)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around a read of rows that ``overlay`` completes: no flush runs in between."""
+        with self._rw.read():
+            yield
+
+    def overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        """``records`` (read inside ``reading``) with the accesses still queued for them."""
+        with self._mu:
+            rows = self._batch.rows
+            if not rows:
+                return records
+            out = []
+            for r in records:
+                q = rows.get((r.user_id, r.id))
+                if q is not None:
+                    r = replace(r, access_count=r.access_count + q[0], last_accessed_at=q[1])
+                out.append(r)
+            return out
+
+    def close(self) -> None:
+        """Stop the thread and write what is queued (a normal close loses nothing)."""
+        self._closed = True
+        self._stop.set()
+        self._wake.set()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout=max(5.0, 2 * self.delay))
+        self.flush()
+
+
+def write_batch(cur: Any, batch: Batch) -> None:
+    """The queued accesses in one transaction's statements: the rows locked in id order (two writers
+    never wait on each other in a cycle), one ``UPDATE`` for all of them, the log's entries."""
+    keys = sorted(batch.rows)
+    users = [u for u, _ in keys]
+    ids = [i for _, i in keys]
+    cur.execute("SELECT 1 FROM user_memories WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (sorted(set(ids)),))
+    cur.execute("UPDATE user_memories m SET access_count = m.access_count + c.k, "
+                "last_accessed_at = c.at "
+                "FROM unnest(%s::text[], %s::text[], %s::int[], %s::timestamptz[]) AS c(u, id, k, at) "
+                "WHERE m.id = c.id AND m.user_id = c.u",
+                (users, ids, [batch.rows[k][0] for k in keys], [batch.rows[k][1] for k in keys]))
+    cur.executemany("INSERT INTO memory_access_log (user_id, at, ids) VALUES (%s, %s, %s)", batch.calls)
+
+
+class PgAccess:
+    """``record_access`` of ``PostgresIndex`` (a mixin): queued when ``options.access_delay_ms`` > 0,
+    else written inside the call; with the hooks its reads and writes use."""
+
+    if TYPE_CHECKING:  # provided by PostgresIndex
+        _access: AccessQueue | None
+
+        def _cur(self, write: bool = False) -> AbstractContextManager[Any]: ...
+
+    def _write_access(self, batch: Batch) -> None:
+        with self._cur(write=True) as cur:
+            write_batch(cur, batch)
+
+    def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
+        if not ids:
+            return
+        if self._access is not None:
+            self._access.add(user_id, ids, at)
+            return
+        self._write_access(Batch({(user_id, i): (ids.count(i), at) for i in ids}, [(user_id, at, list(ids))]))
+
+    def flush_access(self) -> int:
+        """Write the queued access statistics now (reads that rank by them and every row write call this)."""
+        return self._access.flush() if self._access is not None else 0
+
+    def _reading(self) -> AbstractContextManager[None]:
+        return self._access.reading() if self._access is not None else nullcontext()
+
+    def _overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        return self._access.overlay(records) if self._access is not None else records
