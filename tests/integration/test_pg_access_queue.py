@@ -166,3 +166,19 @@ def test_delay_zero_writes_inside_the_search_and_bad_delays_are_refused(pg_dsn: 
         mem.search("Oslo", limit=1)
         assert mem.get(mid).access_count == 2  # this process sees it before it is written
     assert _counts(pg_dsn, [mid]) == {mid: 2}  # written at close at the latest
+
+
+def test_the_rows_of_several_files_in_one_query_are_those_of_each_file(pg_dsn: str) -> None:
+    """``records_of_files`` (``build_context``'s recent notes in one round trip) = ``list_records`` per file,
+    queued accesses included."""
+    ix = _index(pg_dsn)
+    try:
+        files = ["memory/202405/20240501.md", "memory/202405/20240502.md", "MEMORY.md"]
+        ix.upsert([IndexItem(_rec(i).with_(file=files[i % 3], is_active=i != 4), np.eye(4, dtype=np.float32)[i % 4],
+                             f"w{i}") for i in range(9)])
+        ix.record_access("u", ["u1"], T0)
+        got = ix.records_of_files("u", files[:2] + ["memory/202405/20240503.md"])
+        assert got == {f: ix.list_records("u", file=f) for f in files[:2] + ["memory/202405/20240503.md"]}
+        assert [r.id for r in got[files[1]]] == ["u1", "u7"] and got[files[1]][0].access_count == 1
+    finally:
+        ix.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -163,9 +164,11 @@ class Retriever:
         store.sync(wait=False)
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
-        keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-        qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
-        vector = store.index.vector_search(user_id, qvec, want)
+        pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
+        with pin(user_id) if callable(pin) else nullcontext():
+            keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
+            qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
+            vector = store.index.vector_search(user_id, qvec, want)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
@@ -219,9 +222,12 @@ class Retriever:
         store = self._store(user_id)
         today = (now or datetime.now(timezone.utc)).date()
         out = []
+        many = getattr(store.index, "records_of_files", None)  # PostgreSQL: one round trip for all days
+        rels = [daily_rel(today - timedelta(days=back)) for back in range(days)]
+        by_file = many(user_id, rels) if callable(many) and days > 1 else None
         for back in range(days - 1, -1, -1):
-            rel = daily_rel(today - timedelta(days=back))
-            rows = store.index.list_records(user_id, file=rel)
+            rel = rels[back]
+            rows = by_file[rel] if by_file is not None else store.index.list_records(user_id, file=rel)
             if rows:
                 out.append(DailyNote(date=(today - timedelta(days=back)).isoformat(), path=rel,
                                      text="\n".join(f"- {r.content}" for r in rows)))

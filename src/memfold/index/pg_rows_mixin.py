@@ -37,6 +37,10 @@ class PgPurgeAndRows:
 
         def flush_access(self) -> int: ...
 
+        def _reading(self) -> AbstractContextManager[None]: ...
+
+        def _overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]: ...
+
         def _cur(self, write: bool = False) -> AbstractContextManager[Any]: ...
 
     # ---- deleted means deleted (engine/purge.py) --------------------------------------------
@@ -143,6 +147,17 @@ class PgPurgeAndRows:
         return {"total": int(row[0] or 0), "active": int(row[0] or 0) - int(row[2] or 0),
                 "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
+
+    def records_of_files(self, user_id: str, files: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        """The active rows of each of ``files`` in stored order, in one query (``build_context``'s recent
+        daily notes: one round trip instead of one per day)."""
+        out: dict[str, list[MemoryRecord]] = {f: [] for f in files}
+        with self._reading(), self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND is_active AND file = ANY(%s) "
+                        "ORDER BY n", (user_id, list(files)))
+            for r in self._overlay([record_from_row(r) for r in cur.fetchall()]):
+                out[r.file].append(r)
+        return out
 
     # ---- for caches (cache/, index/pg_counter.py) ----------------------------------------------
     def change_counter(self, user_id: str | None = None) -> int:
