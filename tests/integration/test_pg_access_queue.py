@@ -182,3 +182,19 @@ def test_the_rows_of_several_files_in_one_query_are_those_of_each_file(pg_dsn: s
         assert [r.id for r in got[files[1]]] == ["u1", "u7"] and got[files[1]][0].access_count == 1
     finally:
         ix.close()
+
+
+def test_a_search_after_a_hand_edit_is_not_answered_from_the_cache(pg_dsn: str, tmp_path: Path) -> None:
+    """The change counter read with the files' states (one round trip, ``take_counter``) does not stand
+    once the search's own sync writes the edited file's rows: the cached answer of before is not reused."""
+    cfg = {"backend": "postgres", "dsn": pg_dsn}
+    with Memory(settings=load_settings(tmp_path / "ws", index=cfg, cache={"backend": "memory"}),
+                embedder=HashEmbedder()) as mem:
+        mem.add("The zeppelin hangar is in Friedrichshafen", infer=False)
+        before = [h.record.content for h in mem.search("zeppelin hangar", record_access=False)]
+        assert before == ["The zeppelin hangar is in Friedrichshafen"]
+        assert [h.record.content for h in mem.search("zeppelin hangar", record_access=False)] == before  # cached
+        path = mem.workspace.user("default").dir / "MEMORY.md"
+        path.write_text(path.read_text(encoding="utf-8") + "- a second zeppelin hangar in Akron\n", encoding="utf-8")
+        after = [h.record.content for h in mem.search("zeppelin hangar", record_access=False)]
+        assert "a second zeppelin hangar in Akron" in after

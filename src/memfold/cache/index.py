@@ -62,7 +62,9 @@ class CachedIndex:
         if user_id in pins:  # nested: the outer reading stands
             yield
             return
-        pins[user_id] = self._index.change_counter(user_id)
+        take = getattr(self._index, "take_counter", None)  # PostgreSQL: read with the files' states by sync
+        seen = take() if callable(take) else None
+        pins[user_id] = seen if seen is not None else self._index.change_counter(user_id)
         try:
             yield
         finally:

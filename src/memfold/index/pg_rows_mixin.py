@@ -34,6 +34,7 @@ def _stored_vector(v: Any) -> np.ndarray | None:
 class PgPurgeAndRows:
     if TYPE_CHECKING:  # provided by PostgresIndex
         _instance: str
+        _seen: Any
 
         def flush_access(self) -> int: ...
 
@@ -160,6 +161,23 @@ class PgPurgeAndRows:
         return out
 
     # ---- for caches (cache/, index/pg_counter.py) ----------------------------------------------
+    def file_states(self, user_id: str) -> dict[str, tuple[int, int]]:
+        """Every file state of the namespace in one query (``UserStore.sync`` on each search), read with
+        the change counter, which the search's cache lookups then use (``take_counter``): one round trip
+        for both."""
+        with self._cur() as cur:
+            cur.execute("SELECT f.file, f.mtime_ns, f.size, c.value FROM memfold_meta c LEFT JOIN memory_files f "
+                        "ON f.user_id = %s WHERE c.key = 'change_counter'", (user_id,))
+            rows = cur.fetchall()
+        if rows:
+            self._seen.counter = int(rows[0][3])
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows if r[0] is not None}
+
+    def take_counter(self) -> int | None:
+        """The change counter read by this thread's last ``file_states``, once; None when it was taken
+        or this process wrote since (``_cur(write=True)`` forgets it): then ask ``change_counter``."""
+        return self._seen.__dict__.pop("counter", None)
+
     def change_counter(self, user_id: str | None = None) -> int:
         """Bumped (by trigger) with every committed write of memory rows, from any process (one
         counter for every namespace: ``user_id`` is accepted for the protocol)."""

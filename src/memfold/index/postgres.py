@@ -59,6 +59,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
         self.embedder_name = embedder_name
         self.where = describe(dsn)
         self._lock = threading.RLock()
+        self._seen = threading.local()  # the change counter read with the files' states (pg_rows_mixin.take_counter)
         self._leases: dict[tuple[str, str], tuple[str, Any]] = {}  # (user, name) -> (holder, its connection)
         self.options = (options or PgOptions()).check()
         conn = connect(self.dsn)  # the schema first, on a connection of its own: errors name the setting
@@ -81,6 +82,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
         try:
             with self.pool.connection() as conn:
                 if write:
+                    self._seen.__dict__.clear()  # a counter read before this write no longer stands (pg_rows_mixin)
                     with conn.transaction(), conn.cursor() as cur:
                         yield cur
                 else:
@@ -313,12 +315,6 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             cur.execute("SELECT mtime_ns, size FROM memory_files WHERE user_id = %s AND file = %s", (user_id, file))
             row = cur.fetchone()
         return (int(row[0]), int(row[1])) if row else None
-
-    def file_states(self, user_id: str) -> dict[str, tuple[int, int]]:
-        """Every file state of the namespace in one query (``UserStore.sync`` on each search)."""
-        with self._cur() as cur:
-            cur.execute("SELECT file, mtime_ns, size FROM memory_files WHERE user_id = %s", (user_id,))
-            return {r[0]: (int(r[1]), int(r[2])) for r in cur.fetchall()}
 
     def user_ids(self) -> list[str]:
         with self._cur() as cur:
