@@ -60,6 +60,7 @@ def test_access_statistics_of_concurrent_searches_never_deadlock(pg_dsn: str, tm
             try:
                 for _ in range(40):
                     mem.index.record_access("u", order, utcnow())
+                    mem.index.flush_access()  # each search's accesses written in a transaction of their own
             except BaseException as exc:  # noqa: BLE001 - reported below
                 failures.append(exc)
 
