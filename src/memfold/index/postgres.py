@@ -22,8 +22,8 @@ import numpy as np
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord
 from . import leases, pg_counter
-from .pg_access import AccessQueue, PgAccess
 from .base import IndexItem
+from .pg_access import AccessQueue, PgAccess
 from .pg_pool import PgOptions, Pool
 from .pg_rows_mixin import _COL_LIST, _COLS, PgPurgeAndRows
 from .pg_schema import connect, describe, driver, ensure_schema
