@@ -5,6 +5,7 @@ reading every stored row (``base.RowSource``: a copy of the index reads these) a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ _COLS = ("id, user_id, agent_id, memory_type, content, context, structured_data,
          "superseded_by")
 _COL_LIST = [c.strip() for c in _COLS.split(",")]  # in rows.RECORD_FIELDS order
 _N = len(_COL_LIST)
+SEEN_FOR = 1.0  # seconds a reading taken with the files' states may stand in for a search that follows (its sync)
 
 
 def _stored_vector(v: Any) -> np.ndarray | None:
@@ -166,17 +168,26 @@ class PgPurgeAndRows:
         the change counter, which the search's cache lookups then use (``take_counter``): one round trip
         for both."""
         with self._cur() as cur:
-            cur.execute("SELECT f.file, f.mtime_ns, f.size, c.value FROM memfold_meta c LEFT JOIN memory_files f "
-                        "ON f.user_id = %s WHERE c.key = 'change_counter'", (user_id,))
+            cur.execute("SELECT f.file, f.mtime_ns, f.size, c.value, s.seq, s.floor FROM memfold_meta c "
+                        "LEFT JOIN memory_seq s ON s.user_id = %s LEFT JOIN memory_files f ON f.user_id = %s "
+                        "WHERE c.key = 'change_counter'", (user_id, user_id))
             rows = cur.fetchall()
-        if rows:
-            self._seen.counter = int(rows[0][3])
+        if rows:  # and the namespace's keyword counter, for the search's keyword catch-up (pg_search)
+            self._seen.counter = (int(rows[0][3]), time.monotonic())
+            self._seen.seq = (user_id, int(rows[0][4] or 0), int(rows[0][5] or 0), time.monotonic())
         return {r[0]: (int(r[1]), int(r[2])) for r in rows if r[0] is not None}
 
     def take_counter(self) -> int | None:
         """The change counter read by this thread's last ``file_states``, once; None when it was taken
         or this process wrote since (``_cur(write=True)`` forgets it): then ask ``change_counter``."""
-        return self._seen.__dict__.pop("counter", None)
+        seen = self._seen.__dict__.pop("counter", None)
+        return seen[0] if seen is not None and time.monotonic() - seen[1] < SEEN_FOR else None
+
+    def _take_seq(self, user_id: str) -> tuple[int, int] | None:
+        """The namespace's (seq, floor) read by this thread's last ``file_states``, once, if still valid."""
+        seen = self._seen.__dict__.pop("seq", None)
+        ok = seen is not None and seen[0] == user_id and time.monotonic() - seen[3] < SEEN_FOR
+        return (seen[1], seen[2]) if ok else None
 
     def change_counter(self, user_id: str | None = None) -> int:
         """Bumped (by trigger) with every committed write of memory rows, from any process (one

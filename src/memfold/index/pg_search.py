@@ -64,9 +64,12 @@ class PgKeywords:
         self._ix: OrderedDict[str, Any] = OrderedDict()
         self.max_namespaces = max_namespaces
 
-    def search(self, conn: Any, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+    def search(self, conn: Any, user_id: str, terms: Sequence[str], limit: int,
+               known: tuple[int, int] | None = None) -> list[tuple[str, float]]:
+        """``known``: the namespace's (seq, floor) read just before (with the files' states of the
+        search's sync): the catch-up's first query is saved."""
         with self._lock:
-            return self._caught_up(conn, user_id).search(terms, limit)
+            return self._caught_up(conn, user_id, known).search(terms, limit)
 
     def _new(self) -> Any:
         return KeywordIndex()
@@ -74,10 +77,14 @@ class PgKeywords:
     def _add(self, struct: Any, ids: list[str], values: list[Any]) -> None:
         struct.upsert(ids, [" ".join(v) for v in values])
 
-    def _caught_up(self, conn: Any, user_id: str) -> Any:
-        row = conn.execute("SELECT seq, floor FROM memory_seq WHERE user_id = %s", (user_id,)).fetchone()
-        now, floor = (int(row[0]), int(row[1])) if row else (0, 0)
+    def _caught_up(self, conn: Any, user_id: str, known: tuple[int, int] | None = None) -> Any:
+        if known is None:
+            row = conn.execute("SELECT seq, floor FROM memory_seq WHERE user_id = %s", (user_id,)).fetchone()
+            known = (int(row[0]), int(row[1])) if row else (0, 0)
+        now, floor = known
         k = self._ix.get(user_id)
+        if k is not None and k.seq > now:  # another thread caught up further since that was read
+            now = k.seq
         if k is None or (k.seq < floor and k.seq != now):
             k = self._new()
             k.seq = -1  # rows written before counters existed carry 0

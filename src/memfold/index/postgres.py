@@ -260,7 +260,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             return []
         try:
             with self.pool.connection() as conn:
-                return self._keywords.search(conn, user_id, uniq, limit)
+                return self._keywords.search(conn, user_id, uniq, limit, self._take_seq(user_id))
         except self._psycopg.Error as exc:
             raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
 
