@@ -150,10 +150,11 @@ def run(dsn: str, n: int, dim: int) -> str:
             # versions still on the page, which a search's access update of other rows does not
             with calls("search: access statistics", dry=True):
                 ix.record_access(user, ids[7::len(ids) // 10][:10], datetime.now(timezone.utc))  # scattered hits
-            with calls("search / add: the workspace files' states (sync)"):
+                ix.flush_access()  # queued (index/pg_access.py): written here, as the background thread does
+            with calls("search / add: the workspace files' states (sync), with the counters the search then uses"):
                 ix.file_states(user)
-            with calls("build_context: a day's notes"):
-                ix.list_records(user, file="memory/202405/20240501.md")
+            with calls("build_context: the recent days' notes (one query)"):
+                ix.records_of_files(user, [f"memory/202405/2024050{d}.md" for d in (1, 2, 3)])
             new = MemoryRecord(id="new1", user_id=user, memory_type=MemoryType.EVENT, content="a new turn",
                                created_at=datetime.now(timezone.utc), updated_at=datetime.now(timezone.utc),
                                file=EPISODIC)
