@@ -198,3 +198,19 @@ def test_a_search_after_a_hand_edit_is_not_answered_from_the_cache(pg_dsn: str, 
         path.write_text(path.read_text(encoding="utf-8") + "- a second zeppelin hangar in Akron\n", encoding="utf-8")
         after = [h.record.content for h in mem.search("zeppelin hangar", record_access=False)]
         assert "a second zeppelin hangar in Akron" in after
+
+
+def test_a_process_that_exits_without_closing_still_writes_what_waits(pg_dsn: str) -> None:
+    ix = _index(pg_dsn)
+    try:
+        ix.upsert([IndexItem(_rec(0), np.eye(4, dtype=np.float32)[0], "w0")])
+    finally:
+        ix.close()
+    code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+            "from datetime import datetime, timezone\n"
+            "from memfold.index.pg_pool import PgOptions\nfrom memfold.index.postgres import PostgresIndex\n"
+            f"ix = PostgresIndex({pg_dsn!r}, dim=4, embedder_name='test', options=PgOptions(access_delay_ms=60000))\n"
+            "ix.record_access('u', ['u0'], datetime.now(timezone.utc))\n")  # no close
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    assert _counts(pg_dsn, ["u0"]) == {"u0": 1}

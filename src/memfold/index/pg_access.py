@@ -15,8 +15,10 @@ flush, within ``delay``."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
@@ -95,6 +97,22 @@ class AccessQueue:
         self._failing = False
         self._batch = Batch({}, [])
         self._thread: threading.Thread | None = None
+        ref = weakref.ref(self)  # a process that exits without closing the index still writes what waits
+
+        def at_exit() -> None:
+            q = ref()
+            if q is not None:
+                q._exit_flush()
+
+        self._at_exit = at_exit
+        atexit.register(self._at_exit)
+
+    def _exit_flush(self) -> None:
+        if not self._closed:
+            try:
+                self.flush()
+            except Exception as exc:  # noqa: BLE001 - the process ends either way; the loss is named
+                log.error("access statistics of %d rows not written at exit: %s", len(self), exc)
 
     def __len__(self) -> int:
         with self._mu:
@@ -181,6 +199,7 @@ class AccessQueue:
     def close(self) -> None:
         """Stop the thread and write what is queued (a normal close loses nothing)."""
         self._closed = True
+        atexit.unregister(self._at_exit)
         self._stop.set()
         self._wake.set()
         t = self._thread
