@@ -114,10 +114,11 @@ def test_log_entries_are_bounded_too_and_a_failed_write_keeps_the_batch() -> Non
     written: list[Batch] = []
     fail = [True]
 
-    def write(batch: Batch) -> None:
+    def write(batch: Batch, committing) -> None:  # type: ignore[no-untyped-def]
         if fail[0]:
             raise OSError("server gone")
-        written.append(batch)
+        with committing():
+            written.append(batch)
 
     q = AccessQueue(write, delay=60.0, max_calls=3)
     try:
@@ -214,3 +215,23 @@ def test_a_process_that_exits_without_closing_still_writes_what_waits(pg_dsn: st
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
     assert _counts(pg_dsn, ["u0"]) == {"u0": 1}
+
+
+def test_a_batch_being_written_counts_for_reads_until_its_commit() -> None:
+    rec = _rec(0)
+    seen: list[int] = []
+    q: AccessQueue
+
+    def write(batch: Batch, committing) -> None:  # type: ignore[no-untyped-def]
+        seen.append(q.overlay([rec])[0].access_count)  # statements sent, not committed: still counted here
+        with committing():
+            pass
+        seen.append(q.overlay([rec])[0].access_count)  # committed: the table has it, the overlay no more
+
+    q = AccessQueue(write, delay=60.0)
+    try:
+        q.add("u", ["u0", "u0"], T0)
+        q.flush()
+        assert seen == [2, 0]
+    finally:
+        q.close()

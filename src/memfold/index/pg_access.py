@@ -9,8 +9,9 @@ queueing (nothing is dropped). ``close`` writes what is left; a failed write kee
 the next attempt.
 
 This process sees its own accesses at once: rows it reads get what is queued for them added
-(``overlay``). A flush and a read never interleave (a read/write lock): a read either sees a
-batch in the table or in the queue, never in both or neither. Other processes see them after the
+(``overlay``), the batch a flush is writing included until its COMMIT, which no read overlaps (a
+read/write lock held by reads and by the flush around its COMMIT only): a read sees a batch in the
+table or in the queue, never in both or neither. Other processes see them after the
 flush, within ``delay``."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,9 @@ log = logging.getLogger("memfold.index")
 
 MAX_ROWS = 10_000  # distinct rows whose accesses may wait
 MAX_CALLS = 2_000  # access-log entries (one per search) that may wait
+
+
+Writer = Callable[["Batch", Callable[[], AbstractContextManager[None]]], None]  # (batch, around its COMMIT)
 
 
 @dataclass
@@ -82,7 +86,7 @@ class _RWLock:
 class AccessQueue:
     """Accesses waiting to be written by ``write(batch)`` (one transaction), from a daemon thread."""
 
-    def __init__(self, write: Callable[[Batch], None], delay: float, *, max_rows: int = MAX_ROWS,
+    def __init__(self, write: Writer, delay: float, *, max_rows: int = MAX_ROWS,
                  max_calls: int = MAX_CALLS):
         self._write = write
         self.delay = delay
@@ -96,6 +100,7 @@ class AccessQueue:
         self._closed = False
         self._failing = False
         self._batch = Batch({}, [])
+        self._inflight: Batch | None = None  # the batch a flush is writing
         self._thread: threading.Thread | None = None
         ref = weakref.ref(self)  # a process that exits without closing the index still writes what waits
 
@@ -159,15 +164,18 @@ class AccessQueue:
     def flush(self) -> int:
         """Write everything queued now; returns how many rows' statistics were written. A failed
         write puts the batch back (merged with what was queued meanwhile) and raises."""
-        with self._flushing, self._rw.write():
+        with self._flushing:
             with self._mu:
                 batch, self._batch = self._batch, Batch({}, [])
+                self._inflight = batch  # still added to reads until its commit is visible
             if not batch.calls:
+                self._inflight = None
                 return 0
             try:
-                self._write(batch)
+                self._write(batch, self._committing)
             except BaseException:
                 with self._mu:
+                    self._inflight = None
                     for key, (k, at) in self._batch.rows.items():  # queued meanwhile: later, its time wins
                         batch.rows[key] = (batch.rows.get(key, (0, at))[0] + k, at)
                     batch.calls.extend(self._batch.calls)
@@ -175,6 +183,15 @@ class AccessQueue:
                 raise
             self._failing = False
             return len(batch.rows)
+
+    @contextmanager
+    def _committing(self) -> Iterator[None]:
+        """Around the flush's COMMIT only: no read runs while the batch becomes visible in the table,
+        and it leaves the reads' overlay in the same moment (a commit that fails leaves it there)."""
+        with self._rw.write():
+            yield
+            with self._mu:
+                self._inflight = None
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -185,14 +202,15 @@ class AccessQueue:
     def overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """``records`` (read inside ``reading``) with the accesses still queued for them."""
         with self._mu:
-            rows = self._batch.rows
-            if not rows:
+            queues = [b.rows for b in (self._inflight, self._batch) if b is not None and b.rows]
+            if not queues:
                 return records
             out = []
             for r in records:
-                q = rows.get((r.user_id, r.id))
-                if q is not None:
-                    r = replace(r, access_count=r.access_count + q[0], last_accessed_at=q[1])
+                for rows in queues:  # the batch being written, then what was queued since
+                    q = rows.get((r.user_id, r.id))
+                    if q is not None:
+                        r = replace(r, access_count=r.access_count + q[0], last_accessed_at=q[1])
                 out.append(r)
             return out
 
@@ -232,9 +250,21 @@ class PgAccess:
 
         def _cur(self, write: bool = False) -> AbstractContextManager[Any]: ...
 
-    def _write_access(self, batch: Batch) -> None:
-        with self._cur(write=True) as cur:
-            write_batch(cur, batch)
+    def _write_access(self, batch: Batch, committing: Callable[[], AbstractContextManager[None]] = nullcontext
+                      ) -> None:
+        """One transaction; its COMMIT inside ``committing()`` (reads wait only for that). Statistics, not
+        memories: the commit does not wait for the WAL flush (a server crash may lose the last ones)."""
+        with self._cur() as cur:
+            cur.execute("BEGIN")
+            try:
+                cur.execute("SET LOCAL synchronous_commit = off")
+                write_batch(cur, batch)
+            except BaseException:
+                with suppress(Exception):  # a broken connection: the pool replaces it
+                    cur.execute("ROLLBACK")
+                raise
+            with committing():
+                cur.execute("COMMIT")
 
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
         if not ids:

@@ -155,7 +155,7 @@ class PgPurgeAndRows:
         """The active rows of each of ``files`` in stored order, in one query (``build_context``'s recent
         daily notes: one round trip instead of one per day)."""
         out: dict[str, list[MemoryRecord]] = {f: [] for f in files}
-        with self._reading(), self._cur() as cur:
+        with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND is_active AND file = ANY(%s) "
                         "ORDER BY n", (user_id, list(files)))
             for r in self._overlay([record_from_row(r) for r in cur.fetchall()]):

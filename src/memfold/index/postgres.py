@@ -212,7 +212,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
     def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:
             return []
-        with self._reading(), self._cur() as cur:
+        with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND id = ANY(%s)",
                         (user_id, list(ids)))
             out = {r.id: r for r in self._overlay([record_from_row(r) for r in cur.fetchall()])}
@@ -237,7 +237,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             where.append("memory_type = %s")
             args.append(memory_type)
         limit = None if limit is not None and limit < 0 else limit  # SQLite: a negative limit means none
-        with self._reading(), self._cur() as cur:
+        with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
             cur.execute(f"SELECT {_COLS} FROM user_memories WHERE {' AND '.join(where)} ORDER BY n "
                         "LIMIT %s OFFSET %s", [*args, limit, max(0, offset)])
             return self._overlay([record_from_row(r) for r in cur.fetchall()])
