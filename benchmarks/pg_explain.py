@@ -62,9 +62,15 @@ _orig_execute = psycopg.Cursor.execute
 _orig_executemany = psycopg.Cursor.executemany
 
 
+def _control(query: Any) -> bool:
+    """A transaction's own statements (the queued access statistics' flush sends them): no plan."""
+    return isinstance(query, str) and query.split(" ", 1)[0].upper() in ("BEGIN", "COMMIT", "ROLLBACK", "SET")
+
+
 def _recording_execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
     if _label:
-        RECORDED.append((_label[-1], query if isinstance(query, str) else str(query), params))
+        if not _control(query):
+            RECORDED.append((_label[-1], query if isinstance(query, str) else str(query), params))
         if _dry[-1]:
             return self
     return _orig_execute(self, query, params, **kw)
