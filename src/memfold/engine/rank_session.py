@@ -10,11 +10,13 @@ by ``link_turns`` at write time). Two query-aware bonuses, both policy keys (0 t
   same session — a turn in a session that matches the query elsewhere moves up (multi-hop and
   multi-session questions have their evidence spread over a session's turns);
 - ``score_weight_neighbour``: + weight × the best fused score of the turn's neighbours (the
-  turns just before and after it). The neighbours of the best ``k`` candidates join the
-  candidates (one read by id), so the answer that follows a matching question is found even when
-  its own words and vector missed the query.
+  turns just before and after it; with ``NEIGHBOUR_STEPS`` = 2 also two away, at half weight).
+  The neighbours of the best ``k`` candidates join the candidates (one read by id per step), so
+  the turn next to a matching one is found even when its own words and vector missed the query.
 
-Both are bounded by the candidate set (at most ``2k`` extra rows read by primary key).
+Both are bounded by the candidate set (at most ``2k`` extra rows read by primary key per step).
+Measured on the three development sets (docs/benchmarks.md, "Issue 16, session context"): both
+raise LoCoMo but neither survives the cross-validation rule, so both are off by default.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..policy import Policy
 from .store import UserStore
 
 LINKS = ("prev", "next")
+NEIGHBOUR_STEPS = 1  # how far along the links a turn counts as a neighbour
 
 
 def link_turns(turns: Sequence[MemoryRecord]) -> None:
@@ -51,15 +54,21 @@ def neighbours(r: MemoryRecord) -> list[str]:
 
 def add_neighbours(fused: MutableMapping[str, tuple[float, float, float]], records: MutableMapping[str, MemoryRecord],
                    store: UserStore, user_id: str, k: int, pol: Policy) -> None:
-    """With ``score_weight_neighbour`` on, the neighbours of the best ``k`` candidates that are not
-    candidates yet join them (fused score 0: only the neighbour bonus lifts them)."""
+    """With ``score_weight_neighbour`` on, the turns up to ``NEIGHBOUR_STEPS`` away from the best
+    ``k`` candidates that are not candidates yet join them (fused score 0: only the neighbour
+    bonus lifts them); one read by id per step."""
     if pol.score_weight_neighbour <= 0:
         return
-    best = sorted((mid for mid in fused if mid in records), key=lambda m: -fused[m][0])[:k]
-    missing = list(dict.fromkeys(n for mid in best for n in neighbours(records[mid]) if n not in fused))
-    for r in store.index.get(user_id, missing) if missing else []:
-        records[r.id] = r
-        fused[r.id] = (0.0, 0.0, 0.0)
+    frontier = sorted((mid for mid in fused if mid in records), key=lambda m: -fused[m][0])[:k]
+    for _ in range(NEIGHBOUR_STEPS):
+        missing = list(dict.fromkeys(n for mid in frontier for n in neighbours(records[mid]) if n not in fused))
+        if not missing:
+            return
+        frontier = []
+        for r in store.index.get(user_id, missing):
+            records[r.id] = r
+            fused[r.id] = (0.0, 0.0, 0.0)
+            frontier.append(r.id)
 
 
 def context_bonus(fused: Mapping[str, tuple[float, float, float]], records: Mapping[str, MemoryRecord],
@@ -84,8 +93,12 @@ def context_bonus(fused: Mapping[str, tuple[float, float, float]], records: Mapp
                 out[mid] += ws * (s2 if mid == m1 else s1)
     if wn > 0:
         for mid in fused:
-            r = records.get(mid)
-            near = [fused[n][0] for n in neighbours(r) if n in fused] if r is not None else []
-            if near:
-                out[mid] += wn * max(near)
+            best, ring, seen = 0.0, [mid], {mid}
+            for step in range(NEIGHBOUR_STEPS):  # a turn ``step + 1`` away counts 1 / (step + 1)
+                ring = [n for m in ring if (r := records.get(m)) is not None for n in neighbours(r)
+                        if n in fused and n not in seen]
+                seen.update(ring)
+                best = max([best] + [fused[n][0] / (step + 1) for n in ring])
+            if best > 0:
+                out[mid] += wn * best
     return dict(out)
