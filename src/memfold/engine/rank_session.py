@@ -9,12 +9,13 @@ by ``link_turns`` at write time). Two query-aware bonuses, both policy keys (0 t
 - ``score_weight_session``: + weight × the best fused score among the *other* candidates of the
   same session — a turn in a session that matches the query elsewhere moves up (multi-hop and
   multi-session questions have their evidence spread over a session's turns);
-- ``score_weight_neighbour``: + weight × the best fused score of the turn's neighbours (the
-  turns just before and after it; with ``NEIGHBOUR_STEPS`` = 2 also two away, at half weight).
-  The neighbours of the best ``k`` candidates join the candidates (one read by id per step), so
-  the turn next to a matching one is found even when its own words and vector missed the query.
+- ``score_weight_neighbour``: the turns just before and after one of the ``NEIGHBOUR_OF_BEST``
+  best candidates gain weight × that candidate's fused score; they join the candidates (one read
+  by id), so the turn next to a strong match is found even when its own words and vector missed
+  the query. Only the best few: lifting the neighbours of every top-``k`` hit pushed other
+  sessions' evidence out (LongMemEval multi-session questions).
 
-Both are bounded by the candidate set (at most ``2k`` extra rows read by primary key per step).
+Both are bounded by the candidate set (at most 6 extra rows read by primary key).
 Measured on the three development sets (docs/benchmarks.md, "Issue 16, session context"): both
 raise LoCoMo but neither survives the cross-validation rule, so both are off by default.
 """
@@ -29,7 +30,7 @@ from ..policy import Policy
 from .store import UserStore
 
 LINKS = ("prev", "next")
-NEIGHBOUR_STEPS = 1  # how far along the links a turn counts as a neighbour
+NEIGHBOUR_OF_BEST = 3  # whose neighbours gain: the best candidates by fused score (more crowd out other sessions)
 
 
 def link_turns(turns: Sequence[MemoryRecord]) -> None:
@@ -52,23 +53,24 @@ def neighbours(r: MemoryRecord) -> list[str]:
     return [v for k in LINKS if isinstance(v := r.structured_data.get(k), str)]
 
 
+def best_candidates(fused: Mapping[str, tuple[float, float, float]], records: Mapping[str, MemoryRecord]
+                    ) -> list[str]:
+    """The ``NEIGHBOUR_OF_BEST`` candidates with the highest fused scores (above 0)."""
+    ranked = sorted((m for m in fused if m in records and fused[m][0] > 0), key=lambda m: (-fused[m][0], m))
+    return ranked[:NEIGHBOUR_OF_BEST]
+
+
 def add_neighbours(fused: MutableMapping[str, tuple[float, float, float]], records: MutableMapping[str, MemoryRecord],
-                   store: UserStore, user_id: str, k: int, pol: Policy) -> None:
-    """With ``score_weight_neighbour`` on, the turns up to ``NEIGHBOUR_STEPS`` away from the best
-    ``k`` candidates that are not candidates yet join them (fused score 0: only the neighbour
-    bonus lifts them); one read by id per step."""
+                   store: UserStore, user_id: str, pol: Policy) -> None:
+    """With ``score_weight_neighbour`` on, the neighbours of the best candidates that are not
+    candidates yet join them (fused score 0: only the neighbour bonus lifts them); one read by id."""
     if pol.score_weight_neighbour <= 0:
         return
-    frontier = sorted((mid for mid in fused if mid in records), key=lambda m: -fused[m][0])[:k]
-    for _ in range(NEIGHBOUR_STEPS):
-        missing = list(dict.fromkeys(n for mid in frontier for n in neighbours(records[mid]) if n not in fused))
-        if not missing:
-            return
-        frontier = []
-        for r in store.index.get(user_id, missing):
-            records[r.id] = r
-            fused[r.id] = (0.0, 0.0, 0.0)
-            frontier.append(r.id)
+    best = best_candidates(fused, records)
+    missing = list(dict.fromkeys(n for mid in best for n in neighbours(records[mid]) if n not in fused))
+    for r in store.index.get(user_id, missing) if missing else []:
+        records[r.id] = r
+        fused[r.id] = (0.0, 0.0, 0.0)
 
 
 def context_bonus(fused: Mapping[str, tuple[float, float, float]], records: Mapping[str, MemoryRecord],
@@ -91,14 +93,12 @@ def context_bonus(fused: Mapping[str, tuple[float, float, float]], records: Mapp
             (s1, m1), (s2, _) = sorted(members, reverse=True)[:2]
             for _, mid in members:  # the best other member: the first, unless that is this one
                 out[mid] += ws * (s2 if mid == m1 else s1)
-    if wn > 0:
-        for mid in fused:
-            best, ring, seen = 0.0, [mid], {mid}
-            for step in range(NEIGHBOUR_STEPS):  # a turn ``step + 1`` away counts 1 / (step + 1)
-                ring = [n for m in ring if (r := records.get(m)) is not None for n in neighbours(r)
-                        if n in fused and n not in seen]
-                seen.update(ring)
-                best = max([best] + [fused[n][0] / (step + 1) for n in ring])
-            if best > 0:
-                out[mid] += wn * best
+    if wn > 0:  # each neighbour of a best candidate: + wn × that candidate's fused score (the largest)
+        lift: dict[str, float] = {}
+        for src in best_candidates(fused, records):
+            for n in neighbours(records[src]):
+                if n in fused:
+                    lift[n] = max(lift.get(n, 0.0), wn * fused[src][0])
+        for n, v in lift.items():
+            out[n] += v
     return dict(out)

@@ -174,7 +174,7 @@ class Retriever:
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
-        add_neighbours(fused, records, store, user_id, k, pol)
+        add_neighbours(fused, records, store, user_id, pol)
         now = now or utcnow()
         session_bonus = context_bonus(fused, records, pol)
         hits: list[SearchHit] = []
