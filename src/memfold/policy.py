@@ -36,7 +36,7 @@ class Policy:
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
     score_weight_session: float = 0.0  # issue 16: session context (engine/rank_session.py)
-    score_weight_neighbour: float = 0.0
+    score_weight_neighbour: float = 0.2  # cross-validated (docs/benchmarks.md, issue 16 session context)
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
