@@ -35,6 +35,8 @@ class Policy:
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
+    score_weight_session: float = 0.0  # issue 16: session context (engine/rank_session.py)
+    score_weight_neighbour: float = 0.2  # cross-validated (docs/benchmarks.md, issue 16 session context)
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
@@ -84,6 +86,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "candidate_pool_min": (1, 10_000),
     "score_bonus_speaker": (0.0, 1.0),
     "score_penalty_question": (0.0, 1.0),
+    "score_weight_session": (0.0, 1.0),
+    "score_weight_neighbour": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
     "backup_keep": (1, 10_000),

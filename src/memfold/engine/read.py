@@ -23,6 +23,7 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
+from .rank_session import add_neighbours, context_bonus
 from .records import index_text
 from .relevance import relevance
 from .store import UserStore
@@ -176,7 +177,9 @@ class Retriever:
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
+        add_neighbours(fused, records, store, user_id, pol)
         now = now or utcnow()
+        session_bonus = context_bonus(fused, records, pol)
         hits: list[SearchHit] = []
         for mid, (sim, kpart, vpart) in fused.items():
             r = records.get(mid)
@@ -186,7 +189,7 @@ class Retriever:
                 continue
             if not include_episodic and r.file == EPISODIC:
                 continue
-            sim += adjustment(r, qset, pol)
+            sim += adjustment(r, qset, pol) + session_bonus.get(mid, 0.0)
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
