@@ -38,7 +38,9 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "query_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0]),
     "score_bonus_speaker": (0.0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]),
     "score_penalty_question": (0.0, [0.0, 0.05, 0.1, 0.2]),
-    "candidate_pool_min": (1, [1, 10, 20, 30, 50]),  # 1 = no minimum: 2k candidates per side
+    "candidate_pool_min": (1, [1, 10, 20, 30, 50]),
+    "keyword_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0, 2.0]),
+    "keyword_feedback_weight": (0.0, [0.0, 0.1, 0.2, 0.3, 0.5]),  # 1 = no minimum: 2k candidates per side
 }
 
 

@@ -36,6 +36,8 @@ class Policy:
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
+    keyword_last_line_weight: float = 0.0  # a conversation excerpt's last line searched again (engine/rank_keywords)
+    keyword_feedback_weight: float = 0.0  # pseudo-relevance feedback terms' BM25 weight; 0 = off
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
@@ -86,6 +88,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_penalty_question": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
+    "keyword_last_line_weight": (0.0, 4.0),
+    "keyword_feedback_weight": (0.0, 2.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
     "context_window": (512, 10_000_000),

@@ -334,6 +334,49 @@ def test_key_query_last_line_weight(root: Path):
         assert order(m, "tell me about cherries\ntell me about bananas")[0] == "bananas are yellow"
 
 
+
+KEYWORD_ONLY = {**ONLY_SCORE, "score_weight_similarity": 1.0, "fusion_keyword_weight": 1.0, "min_score": 0.0,
+                "score_penalty_question": 0.0}
+
+
+def test_key_keyword_last_line_weight(root: Path):
+    """a multi-line query's last line is keyword-searched again with this weight (0 = off)"""
+    def order(m: Memory, query: str) -> list[str]:
+        return [h.record.content for h in m.search(query, "u", record_access=False)]
+
+    with memory(root, **KEYWORD_ONLY, keyword_last_line_weight=0.0) as m:
+        for text in ("bananas are yellow", "cherries are red", "dates are brown"):
+            m.add(text, "u", infer=False)
+        one = {h.record.content: h.keyword_score
+               for h in m.search("tell me about bananas\ntell me about cherries", "u", record_access=False)}
+        two = {h.record.content: h.keyword_score
+               for h in m.search("tell me about cherries\ntell me about bananas", "u", record_access=False)}
+        assert one["bananas are yellow"] == one["cherries are red"] > 0 and one == pytest.approx(two)
+    with memory(root, **KEYWORD_ONLY, keyword_last_line_weight=1.0) as m:
+        assert order(m, "tell me about bananas\ntell me about cherries")[0] == "cherries are red"
+        assert order(m, "tell me about cherries\ntell me about bananas")[0] == "bananas are yellow"
+
+
+def test_key_keyword_feedback_weight(root: Path):
+    """pseudo-relevance feedback: the best hits' telling terms searched again with this weight (0 = off)"""
+    target = "Rex chewed the slipper"
+
+    def hits(m: Memory) -> list:
+        return m.search("where does the dog play", "u", limit=10, record_access=False)
+
+    with memory(root, **KEYWORD_ONLY, keyword_feedback_weight=0.0) as m:
+        for text in ("my dog Rex plays at the beach", "the dog Rex plays in the park every morning",
+                     "Rex is a dog who plays fetch", target, "the train left at noon",
+                     "a recipe for lentil soup", "the weather was cold in Oslo"):
+            m.add(text, "u", infer=False)
+        off = {h.record.content: h.keyword_score for h in hits(m)}
+        assert off.get(target, 0.0) == 0.0  # no query term: no keyword score
+    with memory(root, **KEYWORD_ONLY, keyword_feedback_weight=0.5) as m:
+        on = [h.record.content for h in hits(m)]
+        assert on[3] == target  # "rex", shared by the three best hits, found it
+        assert {h.record.content: h.keyword_score for h in hits(m)}[target] > 0
+
+
 # ---- files and models ------------------------------------------------------------------------
 def test_key_backup_keep(root: Path):
     """backups of MEMORY.md kept per user"""

@@ -22,6 +22,7 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
+from .rank_keywords import keyword_candidates, with_feedback
 from .records import index_text
 from .relevance import relevance
 from .store import UserStore
@@ -163,12 +164,15 @@ class Retriever:
         store.sync(wait=False)
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
-        keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
+        keyword = keyword_candidates(lambda t, n: store.index.keyword_search(user_id, t, n), query, qterms, want, pol)
         qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
         vector = store.index.vector_search(user_id, qvec, want)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
+        if pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side (rank_keywords)
+            fused = fuse(with_feedback(store, user_id, qterms, keyword, fused, want, pol), vector,
+                         pol.fusion_keyword_weight)
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
