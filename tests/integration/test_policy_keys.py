@@ -377,6 +377,27 @@ def test_key_keyword_feedback_weight(root: Path):
         assert {h.record.content: h.keyword_score for h in hits(m)}[target] > 0
 
 
+
+def test_key_fusion_rank_constant(root: Path):
+    """> 0: reciprocal-rank fusion with this constant instead of score fusion (0 = off)"""
+    for k in (0.0, 5.0, 60.0):
+        with memory(root, min_score=0.0, fusion_rank_constant=k) as m:
+            if not m.get_all("u"):
+                m.add("I adopted a grey cat", "u", infer=False)
+                m.add("the boat is moored at pier 4", "u", infer=False)
+            found = m.search("grey cat", "u", record_access=False)
+            assert len(found) == 2
+            vparts = sorted(h.vector_score for h in found)
+            kparts = sorted(h.keyword_score for h in found)
+            if k == 0:  # min-max: the two cosines become 0 and 1; BM25 / its maximum
+                assert vparts == pytest.approx([0.0, 1.0]) and kparts == pytest.approx([0.0, 1.0])
+            else:  # ranks 1 and 2 on the vector side, rank 1 alone on the keyword side
+                assert vparts == pytest.approx([(k + 1) / (k + 2), 1.0]) and kparts == pytest.approx([0.0, 1.0])
+            for h in found:
+                assert h.similarity == pytest.approx(0.5 * h.keyword_score + 0.5 * h.vector_score
+                                                     - (0.1 if h.record.content.endswith("?") else 0.0))
+
+
 # ---- files and models ------------------------------------------------------------------------
 def test_key_backup_keep(root: Path):
     """backups of MEMORY.md kept per user"""

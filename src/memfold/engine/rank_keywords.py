@@ -62,7 +62,7 @@ def feedback_terms(top: Sequence[list[str]], pool: Sequence[list[str]], asked: s
     for doc in pool:
         df.update(set(doc))
     size = max(len(pool), 1)
-    weight: Counter[str] = Counter()
+    weight: dict[str, float] = {}
     for rank, doc in enumerate(top):
         if not doc:
             continue
@@ -70,7 +70,7 @@ def feedback_terms(top: Sequence[list[str]], pool: Sequence[list[str]], asked: s
         for t, c in tf.items():
             if t in asked or len(t) < 2:
                 continue
-            weight[t] += (c / len(doc)) / (rank + 1) * math.log1p(size / df.get(t, 1))
+            weight[t] = weight.get(t, 0.0) + (c / len(doc)) / (rank + 1) * math.log1p(size / df.get(t, 1))
     return [t for t, _ in sorted(weight.items(), key=lambda x: (-x[1], x[0]))[:n]]
 
 
@@ -88,3 +88,17 @@ def with_feedback(store: UserStore, user_id: str, qterms: list[str], keyword: Ra
         return keyword
     found = store.index.keyword_search(user_id, extra, want)
     return add_scores(keyword, found, pol.keyword_feedback_weight)[: max(want, len(keyword))]
+
+
+def rank_fuse(keyword: Ranked, vector: Ranked, keyword_weight: float, k: float
+              ) -> dict[str, tuple[float, float, float]]:
+    """Weighted reciprocal-rank fusion, scaled so that first place on both sides scores 1:
+    ``w (k+1)/(k+rank_kw) + (1-w) (k+1)/(k+rank_vec)``; an id missing from a side scores 0 there.
+    Returns id -> (fused, keyword part, vector part) like ``read.fuse``."""
+    kw = {mid: (k + 1.0) / (k + r) for r, (mid, _) in enumerate(sorted(keyword, key=lambda x: -x[1]), 1)}
+    vec = {mid: (k + 1.0) / (k + r) for r, (mid, _) in enumerate(sorted(vector, key=lambda x: -x[1]), 1)}
+    out: dict[str, tuple[float, float, float]] = {}
+    for mid in kw.keys() | vec.keys():
+        a, b = kw.get(mid, 0.0), vec.get(mid, 0.0)
+        out[mid] = (keyword_weight * a + (1.0 - keyword_weight) * b, a, b)
+    return out

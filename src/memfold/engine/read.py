@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
-from .rank_keywords import keyword_candidates, with_feedback
+from .rank_keywords import keyword_candidates, rank_fuse, with_feedback
 from .records import index_text
 from .relevance import relevance
 from .store import UserStore
@@ -169,10 +170,11 @@ class Retriever:
         vector = store.index.vector_search(user_id, qvec, want)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
-        fused = fuse(keyword, vector, pol.fusion_keyword_weight)
+        fuse_by = partial(rank_fuse, k=pol.fusion_rank_constant) if pol.fusion_rank_constant > 0 else fuse
+        fused = fuse_by(keyword, vector, pol.fusion_keyword_weight)
         if pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side (rank_keywords)
-            fused = fuse(with_feedback(store, user_id, qterms, keyword, fused, want, pol), vector,
-                         pol.fusion_keyword_weight)
+            fused = fuse_by(with_feedback(store, user_id, qterms, keyword, fused, want, pol), vector,
+                            pol.fusion_keyword_weight)
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
