@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from datetime import datetime, timedelta, timezone
+from functools import partial
 
 import numpy as np
 
