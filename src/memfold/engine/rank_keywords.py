@@ -9,7 +9,8 @@ adjustment costs one extra keyword search; nothing in the index changes.
   terms searched again with this weight (the vector side's ``query_last_line_weight`` twin).
 * ``keyword_feedback_weight``: the first ``FEEDBACK_DOCS`` fused hits lend their most telling terms
   (frequent in them, rare among all candidates, not already asked) to one more keyword search with
-  this weight; the fusion is then redone with the expanded keyword scores."""
+  this weight; the fusion is then redone with the expanded keyword scores. Only for a question
+  (a query of one line): a conversation excerpt is left as it is."""
 
 from __future__ import annotations
 
@@ -74,10 +75,11 @@ def feedback_terms(top: Sequence[list[str]], pool: Sequence[list[str]], asked: s
     return [t for t, _ in sorted(weight.items(), key=lambda x: (-x[1], x[0]))[:n]]
 
 
-def with_feedback(store: UserStore, user_id: str, qterms: list[str], keyword: Ranked,
+def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str], keyword: Ranked,
                   fused: dict[str, tuple[float, float, float]], want: int, pol: Policy) -> Ranked:
-    """The keyword candidates expanded by the feedback terms of the best fused hits (unchanged when off)."""
-    if pol.keyword_feedback_weight <= 0 or not fused:
+    """The keyword candidates expanded by the feedback terms of the best fused hits (unchanged when
+    off, and for a conversation excerpt: its many lines already say what a question's few words do not)."""
+    if pol.keyword_feedback_weight <= 0 or not fused or last_line_terms(query):
         return keyword
     order = sorted(fused, key=lambda m: (-fused[m][0], m))
     records = {r.id: r for r in store.index.get(user_id, order)}

@@ -173,7 +173,7 @@ class Retriever:
         fuse_by = partial(rank_fuse, k=pol.fusion_rank_constant) if pol.fusion_rank_constant > 0 else fuse
         fused = fuse_by(keyword, vector, pol.fusion_keyword_weight)
         if pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side (rank_keywords)
-            fused = fuse_by(with_feedback(store, user_id, qterms, keyword, fused, want, pol), vector,
+            fused = fuse_by(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
                             pol.fusion_keyword_weight)
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
