@@ -375,6 +375,8 @@ def test_key_keyword_feedback_weight(root: Path):
         on = [h.record.content for h in hits(m)]
         assert on[3] == target  # "rex", shared by the three best hits, found it
         assert {h.record.content: h.keyword_score for h in hits(m)}[target] > 0
+        excerpt = m.search("we talked about pets\nwhere does the dog play", "u", limit=10, record_access=False)
+        assert {h.record.content: h.keyword_score for h in excerpt}.get(target, 0.0) == 0.0  # questions only
 
 
 
