@@ -7,16 +7,18 @@ adjustment costs one extra keyword search; nothing in the index changes.
 
 * ``keyword_last_line_weight``: a multi-line query (MADial's dialogue so far) gets its last line's
   terms searched again with this weight (the vector side's ``query_last_line_weight`` twin).
-* ``keyword_feedback_weight``: the first ``FEEDBACK_DOCS`` fused hits lend their most telling terms
-  (frequent in them, rare among all candidates, not already asked) to one more keyword search with
-  this weight; the fusion is then redone with the expanded keyword scores. Only for a question
-  (a query of one line): a conversation excerpt is left as it is."""
+* ``keyword_feedback_weight``: the first ``FEEDBACK_DOCS`` fused hits lend their most telling
+  terms (frequent in them, rare among the first ``FEEDBACK_POOL`` fused hits, not already asked)
+  to one more keyword search with this weight; the fusion is then redone with the expanded
+  keyword scores. Only for a question (a query of one line): a conversation excerpt is left as it is.
+* ``fusion_rank_constant``: weighted reciprocal-rank fusion instead of ``read.fuse``'s scores."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from ..policy import Policy
 from ..text.terms import terms
@@ -25,6 +27,7 @@ from .store import UserStore
 
 FEEDBACK_DOCS = 3  # fused hits the expansion terms come from
 FEEDBACK_TERMS = 10  # expansion terms added
+FEEDBACK_POOL = 10  # fused hits whose terms give the document frequencies (the feedback idf)
 
 Ranked = list[tuple[str, float]]
 
@@ -56,6 +59,16 @@ def keyword_candidates(search: Callable[[Sequence[str], int], Ranked], query: st
     return found
 
 
+@lru_cache(maxsize=4096)
+def _doc_terms(text: str) -> tuple[str, ...]:
+    return tuple(terms(text))
+
+
+def doc_terms(text: str) -> list[str]:
+    """A memory's keyword terms; the same texts come back query after query (a bounded cache)."""
+    return list(_doc_terms(text))
+
+
 def feedback_terms(top: Sequence[list[str]], pool: Sequence[list[str]], asked: set[str], n: int) -> list[str]:
     """The ``n`` terms of the feedback documents ``top`` (best first) that say most: each document's
     term share, weighted by its rank, times an idf over the candidate ``pool``; query terms excluded."""
@@ -81,9 +94,9 @@ def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str],
     off, and for a conversation excerpt: its many lines already say what a question's few words do not)."""
     if pol.keyword_feedback_weight <= 0 or not fused or last_line_terms(query):
         return keyword
-    order = sorted(fused, key=lambda m: (-fused[m][0], m))
+    order = sorted(fused, key=lambda m: (-fused[m][0], m))[:FEEDBACK_POOL]
     records = {r.id: r for r in store.index.get(user_id, order)}
-    docs = {mid: terms(index_text(r)) for mid, r in records.items()}
+    docs = {mid: doc_terms(index_text(r)) for mid, r in records.items()}
     top = [docs[m] for m in order if m in docs][:FEEDBACK_DOCS]
     extra = feedback_terms(top, list(docs.values()), set(qterms), FEEDBACK_TERMS)
     if not extra:
