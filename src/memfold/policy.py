@@ -37,7 +37,7 @@ class Policy:
     score_penalty_question: float = 0.1
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_last_line_weight: float = 0.0  # a conversation excerpt's last line searched again (engine/rank_keywords)
-    keyword_feedback_weight: float = 0.0  # pseudo-relevance feedback terms' BM25 weight; 0 = off
+    keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
     fusion_rank_constant: float = 0.0  # > 0: reciprocal-rank fusion with this k instead of score fusion
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20

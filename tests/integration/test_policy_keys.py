@@ -383,7 +383,7 @@ def test_key_keyword_feedback_weight(root: Path):
 def test_key_fusion_rank_constant(root: Path):
     """> 0: reciprocal-rank fusion with this constant instead of score fusion (0 = off)"""
     for k in (0.0, 5.0, 60.0):
-        with memory(root, min_score=0.0, fusion_rank_constant=k) as m:
+        with memory(root, min_score=0.0, keyword_feedback_weight=0.0, fusion_rank_constant=k) as m:
             if not m.get_all("u"):
                 m.add("I adopted a grey cat", "u", infer=False)
                 m.add("the boat is moored at pier 4", "u", infer=False)
