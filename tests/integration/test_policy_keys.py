@@ -357,27 +357,37 @@ def test_key_keyword_last_line_weight(root: Path):
         assert order(m, "tell me about cherries\ntell me about bananas")[0] == "bananas are yellow"
 
 
-def test_key_keyword_feedback_weight(root: Path):
-    """pseudo-relevance feedback: the best hits' telling terms searched again with this weight (0 = off)"""
+def _feedback_scenario(root: Path, user: str) -> None:
     target = "Rex chewed the slipper"
 
     def hits(m: Memory) -> list:
-        return m.search("where does the dog play", "u", limit=10, record_access=False)
+        return m.search("where does the dog play", user, limit=10, record_access=False)
 
     with memory(root, **KEYWORD_ONLY, keyword_feedback_weight=0.0) as m:
         for text in ("my dog Rex plays at the beach", "the dog Rex plays in the park every morning",
                      "Rex is a dog who plays fetch", target, "the train left at noon",
                      "a recipe for lentil soup", "the weather was cold in Oslo"):
-            m.add(text, "u", infer=False)
+            m.add(text, user, infer=False)
         off = {h.record.content: h.keyword_score for h in hits(m)}
         assert off.get(target, 0.0) == 0.0  # no query term: no keyword score
     with memory(root, **KEYWORD_ONLY, keyword_feedback_weight=0.5) as m:
         on = [h.record.content for h in hits(m)]
         assert on[3] == target  # "rex", shared by the three best hits, found it
         assert {h.record.content: h.keyword_score for h in hits(m)}[target] > 0
-        excerpt = m.search("we talked about pets\nwhere does the dog play", "u", limit=10, record_access=False)
+        excerpt = m.search("we talked about pets\nwhere does the dog play", user, limit=10, record_access=False)
         assert {h.record.content: h.keyword_score for h in excerpt}.get(target, 0.0) == 0.0  # questions only
 
+
+def test_key_keyword_feedback_weight(root: Path):
+    """pseudo-relevance feedback: the best hits' telling terms searched again with this weight (0 = off)"""
+    _feedback_scenario(root, "u")
+
+
+def test_keyword_feedback_on_postgres(root: Path, pg_dsn: str, pg_server, monkeypatch: pytest.MonkeyPatch):
+    """the same through the PostgreSQL backend (its own in-process keyword index)"""
+    monkeypatch.setenv("MEMFOLD_INDEX__BACKEND", "postgres")
+    monkeypatch.setenv("MEMFOLD_INDEX__DSN", pg_dsn)
+    _feedback_scenario(root, f"kwfb-{os.getpid()}-{time.time_ns()}")
 
 
 def test_key_fusion_rank_constant(root: Path):
