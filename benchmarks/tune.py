@@ -41,6 +41,9 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "score_weight_session": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
     "score_weight_neighbour": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3, 0.5]),
     "candidate_pool_min": (1, [1, 10, 20, 30, 50]),  # 1 = no minimum: 2k candidates per side
+    "keyword_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0, 2.0]),
+    "keyword_feedback_weight": (0.0, [0.0, 0.05, 0.1, 0.15, 0.2, 0.3]),
+    "fusion_rank_constant": (0.0, [0.0, 5.0, 20.0, 60.0]),
 }
 
 

@@ -38,6 +38,9 @@ class Policy:
     score_weight_session: float = 0.0  # issue 16: session context (engine/rank_session.py)
     score_weight_neighbour: float = 0.2  # cross-validated (docs/benchmarks.md, issue 16 session context)
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
+    keyword_last_line_weight: float = 0.0  # a conversation excerpt's last line searched again (engine/rank_keywords)
+    keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
+    fusion_rank_constant: float = 0.0  # > 0: reciprocal-rank fusion with this k instead of score fusion
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
@@ -90,6 +93,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_weight_neighbour": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
+    "keyword_last_line_weight": (0.0, 4.0),
+    "keyword_feedback_weight": (0.0, 2.0),
+    "fusion_rank_constant": (0.0, 1000.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
     "context_window": (512, 10_000_000),

@@ -33,8 +33,13 @@ def _settings(root: Path, index: dict | None, cache: dict) -> object:
     return load_settings(root, index=index or {}, cache=cache)
 
 
+# the counts below are of one keyword and one vector search per query: keyword feedback (a second
+# keyword search for a question, engine/rank_keywords.py) is off here
+ONE_KEYWORD_SEARCH = {"keyword_feedback_weight": 0.0}
+
+
 def _open(root: Path, index: dict | None, cache: dict) -> Memory:
-    return Memory(settings=_settings(root, index, cache), embedder=HashEmbedder())
+    return Memory(settings=_settings(root, index, cache), embedder=HashEmbedder(), policy=ONE_KEYWORD_SEARCH)
 
 
 def _answer(mem: Memory, q: str, user: str = "default") -> list[tuple]:

@@ -336,6 +336,82 @@ def test_key_query_last_line_weight(root: Path):
         assert order(m, "tell me about cherries\ntell me about bananas")[0] == "bananas are yellow"
 
 
+
+KEYWORD_ONLY = {**ONLY_SCORE, "score_weight_similarity": 1.0, "fusion_keyword_weight": 1.0, "min_score": 0.0,
+                "score_penalty_question": 0.0}
+
+
+def test_key_keyword_last_line_weight(root: Path):
+    """a multi-line query's last line is keyword-searched again with this weight (0 = off)"""
+    def order(m: Memory, query: str) -> list[str]:
+        return [h.record.content for h in m.search(query, "u", record_access=False)]
+
+    with memory(root, **KEYWORD_ONLY, keyword_last_line_weight=0.0) as m:
+        for text in ("bananas are yellow", "cherries are red", "dates are brown"):
+            m.add(text, "u", infer=False)
+        one = {h.record.content: h.keyword_score
+               for h in m.search("tell me about bananas\ntell me about cherries", "u", record_access=False)}
+        two = {h.record.content: h.keyword_score
+               for h in m.search("tell me about cherries\ntell me about bananas", "u", record_access=False)}
+        assert one["bananas are yellow"] == one["cherries are red"] > 0 and one == pytest.approx(two)
+    with memory(root, **KEYWORD_ONLY, keyword_last_line_weight=1.0) as m:
+        assert order(m, "tell me about bananas\ntell me about cherries")[0] == "cherries are red"
+        assert order(m, "tell me about cherries\ntell me about bananas")[0] == "bananas are yellow"
+
+
+def _feedback_scenario(root: Path, user: str) -> None:
+    target = "Rex chewed the slipper"
+
+    def hits(m: Memory) -> list:
+        return m.search("where does the dog play", user, limit=10, record_access=False)
+
+    with memory(root, **KEYWORD_ONLY, keyword_feedback_weight=0.0) as m:
+        for text in ("my dog Rex plays at the beach", "the dog Rex plays in the park every morning",
+                     "Rex is a dog who plays fetch", target, "the train left at noon",
+                     "a recipe for lentil soup", "the weather was cold in Oslo"):
+            m.add(text, user, infer=False)
+        off = {h.record.content: h.keyword_score for h in hits(m)}
+        assert off.get(target, 0.0) == 0.0  # no query term: no keyword score
+    with memory(root, **KEYWORD_ONLY, keyword_feedback_weight=0.5) as m:
+        on = [h.record.content for h in hits(m)]
+        assert on[3] == target  # "rex", shared by the three best hits, found it
+        assert {h.record.content: h.keyword_score for h in hits(m)}[target] > 0
+        excerpt = m.search("we talked about pets\nwhere does the dog play", user, limit=10, record_access=False)
+        assert {h.record.content: h.keyword_score for h in excerpt}.get(target, 0.0) == 0.0  # questions only
+
+
+def test_key_keyword_feedback_weight(root: Path):
+    """pseudo-relevance feedback: the best hits' telling terms searched again with this weight (0 = off)"""
+    _feedback_scenario(root, "u")
+
+
+def test_keyword_feedback_on_postgres(root: Path, pg_dsn: str, pg_server, monkeypatch: pytest.MonkeyPatch):
+    """the same through the PostgreSQL backend (its own in-process keyword index)"""
+    monkeypatch.setenv("MEMFOLD_INDEX__BACKEND", "postgres")
+    monkeypatch.setenv("MEMFOLD_INDEX__DSN", pg_dsn)
+    _feedback_scenario(root, f"kwfb-{os.getpid()}-{time.time_ns()}")
+
+
+def test_key_fusion_rank_constant(root: Path):
+    """> 0: reciprocal-rank fusion with this constant instead of score fusion (0 = off)"""
+    for k in (0.0, 5.0, 60.0):
+        with memory(root, min_score=0.0, keyword_feedback_weight=0.0, fusion_rank_constant=k) as m:
+            if not m.get_all("u"):
+                m.add("I adopted a grey cat", "u", infer=False)
+                m.add("the boat is moored at pier 4", "u", infer=False)
+            found = m.search("grey cat", "u", record_access=False)
+            assert len(found) == 2
+            vparts = sorted(h.vector_score for h in found)
+            kparts = sorted(h.keyword_score for h in found)
+            if k == 0:  # min-max: the two cosines become 0 and 1; BM25 / its maximum
+                assert vparts == pytest.approx([0.0, 1.0]) and kparts == pytest.approx([0.0, 1.0])
+            else:  # ranks 1 and 2 on the vector side, rank 1 alone on the keyword side
+                assert vparts == pytest.approx([(k + 1) / (k + 2), 1.0]) and kparts == pytest.approx([0.0, 1.0])
+            for h in found:
+                assert h.similarity == pytest.approx(0.5 * h.keyword_score + 0.5 * h.vector_score
+                                                     - (0.1 if h.record.content.endswith("?") else 0.0))
+
+
 # ---- files and models ------------------------------------------------------------------------
 def test_key_backup_keep(root: Path):
     """backups of MEMORY.md kept per user"""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from functools import partial
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
+from .rank_keywords import keyword_candidates, rank_fuse, with_feedback
 from .rank_session import add_neighbours, context_bonus
 from .records import index_text
 from .relevance import relevance
@@ -167,12 +169,17 @@ class Retriever:
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
         with pin(user_id) if callable(pin) else nullcontext():
-            keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
+            keyword = keyword_candidates(lambda t, n: store.index.keyword_search(user_id, t, n), query, qterms,
+                                         want, pol)
             qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
             vector = store.index.vector_search(user_id, qvec, want)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
-        fused = fuse(keyword, vector, pol.fusion_keyword_weight)
+        fuse_by = partial(rank_fuse, k=pol.fusion_rank_constant) if pol.fusion_rank_constant > 0 else fuse
+        fused = fuse_by(keyword, vector, pol.fusion_keyword_weight)
+        if pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side (rank_keywords)
+            fused = fuse_by(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
+                            pol.fusion_keyword_weight)
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)

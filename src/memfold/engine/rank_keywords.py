@@ -1,0 +1,119 @@
+"""Keyword-side query shaping (issue 16): the last line of a conversation excerpt weighted up, and
+pseudo-relevance feedback (RM3-style) — both policy keys, 0 = off.
+
+BM25 is a sum over query terms, so a term group's weight is applied by searching that group alone
+and adding its scores scaled by the weight: ``score(d) = bm25(q, d) + w · bm25(q', d)``. Each
+adjustment costs one extra keyword search; nothing in the index changes.
+
+* ``keyword_last_line_weight``: a multi-line query (MADial's dialogue so far) gets its last line's
+  terms searched again with this weight (the vector side's ``query_last_line_weight`` twin).
+* ``keyword_feedback_weight``: the first ``FEEDBACK_DOCS`` fused hits lend their most telling
+  terms (frequent in them, rare among the first ``FEEDBACK_POOL`` fused hits, not already asked)
+  to one more keyword search with this weight; the fusion is then redone with the expanded
+  keyword scores. Only for a question (a query of one line): a conversation excerpt is left as it is.
+* ``fusion_rank_constant``: weighted reciprocal-rank fusion instead of ``read.fuse``'s scores."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+from ..policy import Policy
+from ..text.terms import terms
+from .records import index_text
+from .store import UserStore
+
+FEEDBACK_DOCS = 3  # fused hits the expansion terms come from
+FEEDBACK_TERMS = 10  # expansion terms added
+FEEDBACK_POOL = 10  # fused hits whose terms give the document frequencies (the feedback idf)
+
+Ranked = list[tuple[str, float]]
+
+
+def add_scores(base: Ranked, extra: Ranked, weight: float) -> Ranked:
+    """``base`` + ``weight`` × ``extra`` per id (an id missing from a list scores 0 there), best first."""
+    out = dict(base)
+    for mid, s in extra:
+        out[mid] = out.get(mid, 0.0) + weight * s
+    return sorted(out.items(), key=lambda x: (-x[1], x[0]))
+
+
+def last_line_terms(query: str) -> list[str]:
+    """The query terms of the last line that has any, when the query has at least two such lines."""
+    lines = [t for t in (terms(ln, query=True) for ln in query.splitlines()) if t]
+    return lines[-1] if len(lines) >= 2 else []
+
+
+def keyword_candidates(search: Callable[[Sequence[str], int], Ranked], query: str, qterms: list[str],
+                       want: int, pol: Policy) -> Ranked:
+    """The keyword candidates: BM25 of the query, plus the last line's again at its weight."""
+    if not qterms:
+        return []
+    found = search(qterms, want)
+    if pol.keyword_last_line_weight > 0:
+        last = last_line_terms(query)
+        if last:
+            found = add_scores(found, search(last, want), pol.keyword_last_line_weight)[: max(want, len(found))]
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _doc_terms(text: str) -> tuple[str, ...]:
+    return tuple(terms(text))
+
+
+def doc_terms(text: str) -> list[str]:
+    """A memory's keyword terms; the same texts come back query after query (a bounded cache)."""
+    return list(_doc_terms(text))
+
+
+def feedback_terms(top: Sequence[list[str]], pool: Sequence[list[str]], asked: set[str], n: int) -> list[str]:
+    """The ``n`` terms of the feedback documents ``top`` (best first) that say most: each document's
+    term share, weighted by its rank, times an idf over the candidate ``pool``; query terms excluded."""
+    df: Counter[str] = Counter()
+    for doc in pool:
+        df.update(set(doc))
+    size = max(len(pool), 1)
+    weight: dict[str, float] = {}
+    for rank, doc in enumerate(top):
+        if not doc:
+            continue
+        tf = Counter(doc)
+        for t, c in tf.items():
+            if t in asked or len(t) < 2:
+                continue
+            weight[t] = weight.get(t, 0.0) + (c / len(doc)) / (rank + 1) * math.log1p(size / df.get(t, 1))
+    return [t for t, _ in sorted(weight.items(), key=lambda x: (-x[1], x[0]))[:n]]
+
+
+def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str], keyword: Ranked,
+                  fused: dict[str, tuple[float, float, float]], want: int, pol: Policy) -> Ranked:
+    """The keyword candidates expanded by the feedback terms of the best fused hits (unchanged when
+    off, and for a conversation excerpt: its many lines already say what a question's few words do not)."""
+    if pol.keyword_feedback_weight <= 0 or not fused or last_line_terms(query):
+        return keyword
+    order = sorted(fused, key=lambda m: (-fused[m][0], m))[:FEEDBACK_POOL]
+    records = {r.id: r for r in store.index.get(user_id, order)}
+    docs = {mid: doc_terms(index_text(r)) for mid, r in records.items()}
+    top = [docs[m] for m in order if m in docs][:FEEDBACK_DOCS]
+    extra = feedback_terms(top, list(docs.values()), set(qterms), FEEDBACK_TERMS)
+    if not extra:
+        return keyword
+    found = store.index.keyword_search(user_id, extra, want)
+    return add_scores(keyword, found, pol.keyword_feedback_weight)[: max(want, len(keyword))]
+
+
+def rank_fuse(keyword: Ranked, vector: Ranked, keyword_weight: float, k: float
+              ) -> dict[str, tuple[float, float, float]]:
+    """Weighted reciprocal-rank fusion, scaled so that first place on both sides scores 1:
+    ``w (k+1)/(k+rank_kw) + (1-w) (k+1)/(k+rank_vec)``; an id missing from a side scores 0 there.
+    Returns id -> (fused, keyword part, vector part) like ``read.fuse``."""
+    kw = {mid: (k + 1.0) / (k + r) for r, (mid, _) in enumerate(sorted(keyword, key=lambda x: -x[1]), 1)}
+    vec = {mid: (k + 1.0) / (k + r) for r, (mid, _) in enumerate(sorted(vector, key=lambda x: -x[1]), 1)}
+    out: dict[str, tuple[float, float, float]] = {}
+    for mid in kw.keys() | vec.keys():
+        a, b = kw.get(mid, 0.0), vec.get(mid, 0.0)
+        out[mid] = (keyword_weight * a + (1.0 - keyword_weight) * b, a, b)
+    return out
