@@ -189,7 +189,7 @@ class Retriever:
         hits.sort(key=lambda h: (-h.score, h.record.id))
         hits = collapse_turn_copies(hits) if collapse_copies else hits
         hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score,
-                                 terms_held(store.index, user_id, [h.record.id for h in hits[: 4 * k]], qset))
+                                 terms_held(store.index, user_id, [h.record.id for h in hits[: k + k // 2]], qset))
         if record_access and hits:
             store.index.record_access(user_id, [h.record.id for h in hits], now)
         return hits

@@ -229,7 +229,12 @@ class VectorMatrix:
         k = min(limit, self.n)
         top = np.argpartition(-scores, k - 1)[:k] if k < self.n else np.arange(self.n)
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        vals = scores[top]
+        ok = np.isfinite(vals)  # once for the k rows, then plain lists: no numpy scalar per row
+        if not ok.all():
+            top, vals = top[ok], vals[ok]
+        ids = self.ids
+        return [(ids[i], v) for i, v in zip(top.tolist(), vals.tolist())]
 
     def search_many(self, queries: np.ndarray, limit: int, chunk: int = 256,
                     min_score: float | None = None) -> list[list[tuple[str, float]]]:
