@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "false")  # no posthog calls from this process
 os.environ.setdefault("OPENAI_API_KEY", "unused-with-infer-false")  # mem0 builds its default LLM client eagerly
@@ -48,8 +49,7 @@ class SameEmbedder:
         return [v.tolist() for v in self.inner.embed(list(texts))]
 
 
-def time_store(name: str, add_batch, add_one, search, texts: list[str], queries: list[str], n: int,
-               n_single: int, before_search=None) -> dict:  # noqa: ANN001
+def time_ingest(name: str, add_batch, add_one, texts: list[str], n: int, n_single: int) -> dict:  # noqa: ANN001
     t0 = time.perf_counter()
     for i in range(0, n, BATCH):
         add_batch(texts[i: min(i + BATCH, n)])
@@ -58,42 +58,37 @@ def time_store(name: str, add_batch, add_one, search, texts: list[str], queries:
     for t in texts[n: n + n_single]:
         add_one(t)
     single_s = time.perf_counter() - t0
-    if before_search is not None:
-        before_search()
-    search(queries[0])
-    lat = []
-    for q in queries:
-        t0 = time.perf_counter()
-        search(q)
-        lat.append(time.perf_counter() - t0)
-    out = {"store": name, "ingest_batch_per_s": round(n / batch_s, 1),
-           "ingest_single_per_s": round(n_single / single_s, 1), "search_ms": percentiles(lat)}
-    print(json.dumps(out), file=sys.stderr, flush=True)
-    return out
+    return {"store": name, "ingest_batch_per_s": round(n / batch_s, 1),
+            "ingest_single_per_s": round(n_single / single_s, 1)}
+
+
+def time_searches(searches: dict[str, Any], queries: list[str]) -> dict[str, dict[str, float]]:
+    """Each query asked of every contender in turn, the order rotating from query to query: all of
+    them see the same load over the run (on a shared machine, phases one after the other do not)."""
+    names = list(searches)
+    for fn in searches.values():
+        fn(queries[0])
+    lat: dict[str, list[float]] = {name: [] for name in names}
+    for i, q in enumerate(queries):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            t0 = time.perf_counter()
+            searches[name](q)
+            lat[name].append(time.perf_counter() - t0)
+    return {name: percentiles(xs) for name, xs in lat.items()}
 
 
 def compare(n: int, args: argparse.Namespace, emb: UseEmbedder, Mem0) -> dict:  # noqa: ANN001 - mem0's class
-    """One size: memfold, then mem0, on the same texts and queries; the query embedding alone timed too."""
+    """One size: both stores loaded with the same texts, then the same queries asked of memfold, of
+    mem0 and of the embedder alone (what both searches spend before their index), interleaved."""
     texts = synthetic_texts(n + args.single)
     queries = synthetic_queries(args.queries)
-    embed_query(emb, [queries[0]])
-    lat = []
-    for q in queries:  # the model alone on the same queries: what both searches spend before their index
-        t0 = time.perf_counter()
-        embed_query(emb, [q])
-        lat.append(time.perf_counter() - t0)
-    embed_ms = percentiles(lat)
     tmp = Path(tempfile.mkdtemp(prefix="mem0-compare-"))
     try:
         mf = Memory(root=tmp / "memfold", embedder=emb)
-        mf_res = time_store(
+        mf_res = time_ingest(
             "memfold",
             lambda chunk: mf.add([{"role": "user", "content": t} for t in chunk], "bench", infer=False),
-            lambda t: mf.add([{"role": "user", "content": t}], "bench", infer=False),
-            lambda q: mf.search(q, "bench", limit=10, record_access=False),
-            texts, queries, n, args.single)
-        mf.close()
-
+            lambda t: mf.add([{"role": "user", "content": t}], "bench", infer=False), texts, n, args.single)
         store_cfg = {"collection_name": "bench", "path": str(tmp / "mem0-store"), "embedding_model_dims": emb.dim}
         if args.vector_store == "qdrant":
             store_cfg["on_disk"] = True
@@ -103,17 +98,22 @@ def compare(n: int, args: argparse.Namespace, emb: UseEmbedder, Mem0) -> dict:  
         if args.fast_mem0_load:  # its FAISS store writes itself to disk after every insert: once, after the load
             store, save = m0.vector_store, m0.vector_store._save
             store._save = lambda: None
-        m0_res = time_store(
+        m0_res = time_ingest(
             f"mem0 ({args.vector_store})",
             lambda chunk: m0.add([{"role": "user", "content": t} for t in chunk], user_id="bench", infer=False),
-            lambda t: m0.add([{"role": "user", "content": t}], user_id="bench", infer=False),
-            lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
-            texts, queries, n, args.single, before_search=(lambda: (setattr(store, "_save", save), save()))
-            if args.fast_mem0_load else None)
+            lambda t: m0.add([{"role": "user", "content": t}], user_id="bench", infer=False), texts, n, args.single)
         if args.fast_mem0_load:
+            store._save = save
+            save()
             m0_res["ingest_note"] = "not comparable: --fast-mem0-load skipped mem0's per-insert saves"
+        lat = time_searches({"memfold": lambda q: mf.search(q, "bench", limit=10, record_access=False),
+                             "mem0": lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
+                             "embedding": lambda q: embed_query(emb, [q])}, queries)
+        mf.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    mf_res["search_ms"], m0_res["search_ms"], embed_ms = lat["memfold"], lat["mem0"], lat["embedding"]
+    print(json.dumps([mf_res, m0_res]), file=sys.stderr, flush=True)
     ratios = {
         "ingest_batch (memfold/mem0, higher is better)":
             round(mf_res["ingest_batch_per_s"] / m0_res["ingest_batch_per_s"], 2),
