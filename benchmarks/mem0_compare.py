@@ -10,7 +10,7 @@ mem0 is not a dependency of memfold; run this in an environment that has both:
 
     python -m venv /tmp/mem0venv
     /tmp/mem0venv/bin/pip install mem0ai faiss-cpu -e .
-    MEM0_TELEMETRY=false /tmp/mem0venv/bin/python benchmarks/mem0_compare.py --n 10000 --out benchmarks/results/mem0_10k.json
+    MEM0_TELEMETRY=false /tmp/mem0venv/bin/python benchmarks/mem0_compare.py --n 2000 5000 10000 --out mem0.json
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "false")  # no posthog calls from this process
 os.environ.setdefault("OPENAI_API_KEY", "unused-with-infer-false")  # mem0 builds its default LLM client eagerly
 
 from memfold import Memory  # noqa: E402
 from memfold.eval.bench import percentiles, synthetic_queries, synthetic_texts  # noqa: E402
-from memfold.providers.embedder import UseEmbedder  # noqa: E402
+from memfold.providers.embedder import UseEmbedder, embed_query  # noqa: E402
 
 BATCH = 1000
 
@@ -48,8 +49,7 @@ class SameEmbedder:
         return [v.tolist() for v in self.inner.embed(list(texts))]
 
 
-def time_store(name: str, add_batch, add_one, search, texts: list[str], queries: list[str], n: int,
-               n_single: int) -> dict:
+def time_ingest(name: str, add_batch, add_one, texts: list[str], n: int, n_single: int) -> dict:  # noqa: ANN001
     t0 = time.perf_counter()
     for i in range(0, n, BATCH):
         add_batch(texts[i: min(i + BATCH, n)])
@@ -58,57 +58,62 @@ def time_store(name: str, add_batch, add_one, search, texts: list[str], queries:
     for t in texts[n: n + n_single]:
         add_one(t)
     single_s = time.perf_counter() - t0
-    search(queries[0])
-    lat = []
-    for q in queries:
-        t0 = time.perf_counter()
-        search(q)
-        lat.append(time.perf_counter() - t0)
-    out = {"store": name, "ingest_batch_per_s": round(n / batch_s, 1),
-           "ingest_single_per_s": round(n_single / single_s, 1), "search_ms": percentiles(lat)}
-    print(json.dumps(out), file=sys.stderr, flush=True)
-    return out
+    return {"store": name, "ingest_batch_per_s": round(n / batch_s, 1),
+            "ingest_single_per_s": round(n_single / single_s, 1)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=10_000)
-    ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--single", type=int, default=200)
-    ap.add_argument("--vector-store", choices=("faiss", "qdrant"), default="faiss")
-    ap.add_argument("--out", type=Path, default=Path("mem0_compare.json"))
-    args = ap.parse_args()
+def time_searches(searches: dict[str, Any], queries: list[str]) -> dict[str, dict[str, float]]:
+    """Each query asked of every contender in turn, the order rotating from query to query: all of
+    them see the same load over the run (on a shared machine, phases one after the other do not)."""
+    names = list(searches)
+    for fn in searches.values():
+        fn(queries[0])
+    lat: dict[str, list[float]] = {name: [] for name in names}
+    for i, q in enumerate(queries):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            t0 = time.perf_counter()
+            searches[name](q)
+            lat[name].append(time.perf_counter() - t0)
+    return {name: percentiles(xs) for name, xs in lat.items()}
 
-    from mem0 import Memory as Mem0  # imported here: a missing mem0 should fail with its own message
 
-    emb = UseEmbedder()
-    texts = synthetic_texts(args.n + args.single)
+def compare(n: int, args: argparse.Namespace, emb: UseEmbedder, Mem0) -> dict:  # noqa: ANN001 - mem0's class
+    """One size: both stores loaded with the same texts, then the same queries asked of memfold, of
+    mem0 and of the embedder alone (what both searches spend before their index), interleaved."""
+    texts = synthetic_texts(n + args.single)
     queries = synthetic_queries(args.queries)
     tmp = Path(tempfile.mkdtemp(prefix="mem0-compare-"))
     try:
         mf = Memory(root=tmp / "memfold", embedder=emb)
-        mf_res = time_store(
+        mf_res = time_ingest(
             "memfold",
             lambda chunk: mf.add([{"role": "user", "content": t} for t in chunk], "bench", infer=False),
-            lambda t: mf.add([{"role": "user", "content": t}], "bench", infer=False),
-            lambda q: mf.search(q, "bench", limit=10, record_access=False),
-            texts, queries, args.n, args.single)
-        mf.close()
-
+            lambda t: mf.add([{"role": "user", "content": t}], "bench", infer=False), texts, n, args.single)
         store_cfg = {"collection_name": "bench", "path": str(tmp / "mem0-store"), "embedding_model_dims": emb.dim}
         if args.vector_store == "qdrant":
             store_cfg["on_disk"] = True
         m0 = Mem0.from_config({"vector_store": {"provider": args.vector_store, "config": store_cfg},
                                "history_db_path": str(tmp / "mem0-history.db")})
         m0.embedding_model = SameEmbedder(emb)
-        m0_res = time_store(
+        if args.fast_mem0_load:  # its FAISS store writes itself to disk after every insert: once, after the load
+            store, save = m0.vector_store, m0.vector_store._save
+            store._save = lambda: None
+        m0_res = time_ingest(
             f"mem0 ({args.vector_store})",
             lambda chunk: m0.add([{"role": "user", "content": t} for t in chunk], user_id="bench", infer=False),
-            lambda t: m0.add([{"role": "user", "content": t}], user_id="bench", infer=False),
-            lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
-            texts, queries, args.n, args.single)
+            lambda t: m0.add([{"role": "user", "content": t}], user_id="bench", infer=False), texts, n, args.single)
+        if args.fast_mem0_load:
+            store._save = save
+            save()
+            m0_res["ingest_note"] = "not comparable: --fast-mem0-load skipped mem0's per-insert saves"
+        lat = time_searches({"memfold": lambda q: mf.search(q, "bench", limit=10, record_access=False),
+                             "mem0": lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
+                             "embedding": lambda q: embed_query(emb, [q])}, queries)
+        mf.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    mf_res["search_ms"], m0_res["search_ms"], embed_ms = lat["memfold"], lat["mem0"], lat["embedding"]
+    print(json.dumps([mf_res, m0_res]), file=sys.stderr, flush=True)
     ratios = {
         "ingest_batch (memfold/mem0, higher is better)":
             round(mf_res["ingest_batch_per_s"] / m0_res["ingest_batch_per_s"], 2),
@@ -117,11 +122,37 @@ def main() -> None:
         "search_p50 (mem0/memfold, higher is better)":
             round(m0_res["search_ms"]["p50"] / max(mf_res["search_ms"]["p50"], 1e-6), 2),
     }
-    report = {"n": args.n, "embedder": emb.name, "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
-              "memfold": mf_res, "mem0": m0_res, "ratios": ratios}
+    return {"n": n, "embedder": emb.name, "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
+            "query_embedding_ms": embed_ms, "memfold": mf_res, "mem0": m0_res, "ratios": ratios}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[10_000], help="one or more store sizes, run in turn")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--single", type=int, default=200)
+    ap.add_argument("--vector-store", choices=("faiss", "qdrant"), default="faiss")
+    ap.add_argument("--out", type=Path, default=Path("mem0_compare.json"))
+    ap.add_argument("--fast-mem0-load", action="store_true",
+                    help="load mem0's FAISS store without its save after every insert (its search is unchanged; "
+                         "its ingest rate is then not comparable): a 10k run in minutes, not half an hour")
+    args = ap.parse_args()
+
+    from mem0 import Memory as Mem0  # imported here: a missing mem0 should fail with its own message
+
+    emb = UseEmbedder()
+    reports = [compare(n, args, emb, Mem0) for n in args.n]
+    report = reports[0] if len(reports) == 1 else {"runs": reports}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=2))
+    print("| n | query embedding p50 | memfold search p50 / p95 / p99 | mem0 search p50 / p95 / p99 | mem0/memfold p50 |")
+    print("|---|---|---|---|---|")
+    for r in reports:
+        mf, m0 = r["memfold"]["search_ms"], r["mem0"]["search_ms"]
+        print(f"| {r['n']:,} | {r['query_embedding_ms']['p50']:.2f} | {mf['p50']:.2f} / {mf['p95']:.2f} / "
+              f"{mf['p99']:.2f} | {m0['p50']:.2f} / {m0['p95']:.2f} / {m0['p99']:.2f} | "
+              f"{r['ratios']['search_p50 (mem0/memfold, higher is better)']:.2f} |")
 
 
 if __name__ == "__main__":

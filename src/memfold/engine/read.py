@@ -27,7 +27,7 @@ from ..workspace.userspace import daily_rel
 from .rank_keywords import keyword_candidates, rank_fuse, with_feedback
 from .rank_session import add_neighbours, context_bonus
 from .records import index_text
-from .relevance import relevance
+from .relevance import relevance, terms_held
 from .store import UserStore
 
 
@@ -200,19 +200,22 @@ class Retriever:
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
-        hits = self._above_floor(collapse_turn_copies(hits) if collapse_copies else hits, k, cosines, cos_floor,
-                                 qset, pol.min_score)
+        hits = collapse_turn_copies(hits) if collapse_copies else hits
+        hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score,
+                                 terms_held(store.index, user_id, [h.record.id for h in hits[: k + k // 2]], qset))
         if record_access and hits:
             store.index.record_access(user_id, [h.record.id for h in hits], now)
         return hits
 
     @staticmethod
     def _above_floor(hits: list[SearchHit], k: int, cosines: dict[str, float], cos_floor: float,
-                     qterms: set[str], min_score: float) -> list[SearchHit]:
-        """The first ``k`` hits whose calibrated relevance reaches ``min_score``, each with its relevance."""
+                     qterms: set[str], min_score: float, held: dict[str, int] | None = None) -> list[SearchHit]:
+        """The first ``k`` hits whose calibrated relevance reaches ``min_score``, each with its relevance
+        (``held``: query terms per id, known to the index)."""
         out: list[SearchHit] = []
+        held = held or {}
         for h in hits:
-            rel = relevance(cosines.get(h.record.id, cos_floor), qterms, index_text(h.record))
+            rel = relevance(cosines.get(h.record.id, cos_floor), qterms, index_text(h.record), held.get(h.record.id))
             if rel >= min_score:
                 out.append(replace(h, relevance=rel))
                 if len(out) >= k:

@@ -21,7 +21,8 @@ docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from typing import Any
 
 from ..text.terms import terms
 
@@ -37,16 +38,29 @@ def cosine_part(cosine: float, n_terms: int = 0) -> float:
     return min(1.0, max(0.0, (cosine - zero) / COS_SPAN))
 
 
-def coverage(qterms: Collection[str], text: str) -> float:
+def coverage(qterms: Collection[str], text: str, held: int | None = None) -> float:
     """Share of the distinct query terms found among ``text``'s terms, smoothed for short queries:
-    matched / (distinct terms + 1), so one word of a one-word query gives 0.5."""
+    matched / (distinct terms + 1), so one word of a one-word query gives 0.5. ``held``: the number
+    matched when the index already knows it (``terms_held``), so the text is not tokenised again."""
     q = set(qterms)
     if not q:
         return 0.0
-    have = set(terms(text))
-    return len(q & have) / (len(q) + 1)
+    if held is None:
+        held = len(q & set(terms(text)))
+    return held / (len(q) + 1)
 
 
-def relevance(cosine: float, qterms: Collection[str], text: str) -> float:
-    """The calibrated relevance of a memory whose indexed text is ``text`` to a query."""
-    return max(cosine_part(cosine, len(set(qterms))), coverage(qterms, text))
+def relevance(cosine: float, qterms: Collection[str], text: str, held: int | None = None) -> float:
+    """The calibrated relevance of a memory whose indexed text is ``text`` to a query (``held``: see ``coverage``)."""
+    return max(cosine_part(cosine, len(set(qterms))), coverage(qterms, text, held))
+
+
+def terms_held(index: Any, user_id: str, ids: Sequence[str], qterms: Collection[str]) -> dict[str, int]:
+    """How many of the query's distinct terms each of ``ids`` holds, from the index's own keyword
+    terms (the terms of the row's indexed text, stored when it was written) where the index keeps
+    them in process (SQLite); rows it does not know (archived, another backend) are left out and
+    ``coverage`` tokenises their text."""
+    fn = getattr(index, "terms_held", None)
+    if not qterms or not ids or not callable(fn):
+        return {}
+    return fn(user_id, ids, list(qterms))

@@ -243,6 +243,18 @@ class KeywordIndex:
                                                      self.t_tf, self.s_ptr, self.s_tid)))}
 
     # ---- search --------------------------------------------------------------------
+    def terms_held(self, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
+        """For each of ``ids`` in the index, how many of the distinct ``terms`` its document holds
+        (the relevance floor's keyword coverage, without tokenising the row's text again)."""
+        wanted = {self.vocab[t] for t in set(terms) if t in self.vocab}
+        out: dict[str, int] = {}
+        for mid in ids:
+            s = self.pos.get(mid)
+            if s is None or not self.alive[s]:
+                continue
+            out[mid] = len(wanted.intersection(self._terms_of(s).tolist())) if wanted else 0
+        return out
+
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         if self.live == 0 or limit <= 0:
             return []

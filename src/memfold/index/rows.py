@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from ..models import HistoryEntry, MemoryRecord, MemoryType
@@ -64,15 +65,62 @@ def _json(value: Any, empty: Any) -> Any:
     return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@lru_cache(maxsize=4096)
+def _flat_json(text: str) -> tuple[Any, ...] | None:
+    """A short JSON text decoded once: an object's items or an array's values, when every value is
+    a scalar (a copy of them shares nothing mutable); None for anything else (decoded each time).
+    Rows repeat a few such texts (``{"role": "user"}``, ``[]``), and a search reads dozens of rows."""
+    value = json.loads(text)
+    if isinstance(value, dict) and all(isinstance(v, _SCALARS) for v in value.values()):
+        return ("d", tuple(value.items()))
+    if isinstance(value, list) and all(isinstance(v, _SCALARS) for v in value):
+        return ("l", tuple(value))
+    return None
+
+
+def _stored_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str) and len(value) <= 256 and value:
+        flat = _flat_json(value)
+        if flat is not None and flat[0] == "d":
+            return dict(flat[1])
+    return dict(_json(value, {}))
+
+
+def _stored_tuple(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, str) and len(value) <= 256 and value:
+        flat = _flat_json(value)
+        if flat is not None and flat[0] == "l":
+            return flat[1]
+    return tuple(_json(value, ()))
+
+
+_TYPES = {t.value: t for t in MemoryType}
+# every field of MemoryRecord comes from the row and it has no __post_init__: a record is made by
+# filling a bare instance's __dict__ (a frozen dataclass's __init__ sets each field through
+# object.__setattr__, a third of the time of reading a row); anything else takes the constructor
+_FILL = ({f.name for f in fields(MemoryRecord)} == set(RECORD_FIELDS)
+         and not hasattr(MemoryRecord, "__post_init__") and not hasattr(MemoryRecord, "__slots__"))
+
+
 def record_from_row(row: Sequence[Any]) -> MemoryRecord:
     """A memories row, its columns in ``RECORD_FIELDS`` order, as either backend returns it."""
     f = dict(zip(RECORD_FIELDS, row, strict=True))
-    now = datetime.now(timezone.utc)
-    f.update(memory_type=MemoryType(f["memory_type"]), structured_data=dict(_json(f["structured_data"], {})),
-             source_ids=tuple(_json(f["source_ids"], ())), created_at=timestamp(f["created_at"]) or now,
-             updated_at=timestamp(f["updated_at"]) or now, last_accessed_at=timestamp(f["last_accessed_at"]),
-             is_active=bool(f["is_active"]))
-    return MemoryRecord(**f)
+    mtype = f["memory_type"]
+    created, updated = timestamp(f["created_at"]), timestamp(f["updated_at"])
+    if created is None or updated is None:
+        now = datetime.now(timezone.utc)
+        created, updated = created or now, updated or now
+    f.update(memory_type=_TYPES.get(mtype) or MemoryType(mtype), structured_data=_stored_dict(f["structured_data"]),
+             source_ids=_stored_tuple(f["source_ids"]), created_at=created, updated_at=updated,
+             last_accessed_at=timestamp(f["last_accessed_at"]), is_active=bool(f["is_active"]))
+    if not _FILL:
+        return MemoryRecord(**f)
+    rec = object.__new__(MemoryRecord)
+    rec.__dict__.update(f)
+    return rec
 
 
 def history_from_row(row: Sequence[Any]) -> HistoryEntry:

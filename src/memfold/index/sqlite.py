@@ -319,6 +319,11 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
         with self._lock:
             return self._search.keyword_index(user_id).search(uniq, limit)
 
+    def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
+        """How many of the distinct ``terms`` each keyword-searchable row of ``ids`` holds (others: left out)."""
+        with self._lock:
+            return self._search.keyword_index(user_id).terms_held(ids, terms)
+
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with self._lock:
             return self._search.matrix(user_id).search(vector, limit)

@@ -9,6 +9,9 @@ first stage keeps 99.9 % of the exact top 50 (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import Any
+
 import numpy as np
 
 RANK = 64
@@ -21,6 +24,23 @@ BOUND_MANY_MIN = 4096
 
 def candidates(limit: int) -> int:
     return max(1000, 20 * limit)
+
+
+_blas: Any = None
+
+
+def one_blas_thread() -> AbstractContextManager[Any]:
+    """BLAS on one thread for the block: a one-query product streams the matrix once and is bound by
+    memory, so a second thread gains little when the machine is idle, and when it is busy (other
+    processes, a server's other workers) OpenBLAS's threads wait on each other for whole scheduler
+    slices: 34 ms instead of 0.65 ms for a search of 2,000 rows at a load average of 15
+    (docs/benchmarks.md). The bundled embedder runs its model the same way."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController()  # finds the loaded BLAS libraries once
+    return _blas.limit(limits=1, user_api="blas")
 
 
 class VectorMatrix:
@@ -192,6 +212,10 @@ class VectorMatrix:
         if self.n == 0 or limit <= 0:
             return []
         q = query.astype(np.float32, copy=False)
+        with one_blas_thread():
+            return self._search(q, limit)
+
+    def _search(self, q: np.ndarray, limit: int) -> list[tuple[str, float]]:
         if self._approximate():
             rows = np.sort(self._shortlist(q, candidates(limit)))
             exact = self.mat[rows] @ q
@@ -205,7 +229,12 @@ class VectorMatrix:
         k = min(limit, self.n)
         top = np.argpartition(-scores, k - 1)[:k] if k < self.n else np.arange(self.n)
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        vals = scores[top]
+        ok = np.isfinite(vals)  # once for the k rows, then plain lists: no numpy scalar per row
+        if not ok.all():
+            top, vals = top[ok], vals[ok]
+        ids = self.ids
+        return [(ids[i], v) for i, v in zip(top.tolist(), vals.tolist())]
 
     def search_many(self, queries: np.ndarray, limit: int, chunk: int = 256,
                     min_score: float | None = None) -> list[list[tuple[str, float]]]:

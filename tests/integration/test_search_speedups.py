@@ -1,0 +1,105 @@
+"""The search path's shortcuts give what the long way gives: keyword coverage from the index's stored
+terms (no tokenising of every hit), rows read into records without the dataclass constructor and
+with short JSON decoded once, and the vector product on one BLAS thread."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from memfold import Memory
+from memfold.index.keywords import KeywordIndex
+from memfold.index.rows import RECORD_FIELDS, record_from_row
+from memfold.index.sqlite import SqliteIndex
+from memfold.index.vectors import VectorMatrix, one_blas_thread
+from memfold.models import MemoryRecord
+from memfold.text.terms import fts_document, terms
+
+from ..support.hash_embedder import HashEmbedder
+
+WORDS = ("cat dog violin lesson chess club ramen Berlin hospital nurse garden coffee latte running ran "
+         "runs studies studied 拿铁 咖啡 小提琴 课程 花园").split()
+
+
+def _texts(n: int, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) for _ in range(n)]
+
+
+def test_terms_held_counts_what_tokenising_counts() -> None:
+    k = KeywordIndex()
+    k.FOLD_MIN_POSTINGS = 50  # a base and a delta both get rows
+    texts = _texts(120)
+    ids = [f"m{i}" for i in range(len(texts))]
+    for i in range(0, len(texts), 10):
+        k.upsert(ids[i: i + 10], [fts_document(t) for t in texts[i: i + 10]])
+    k.remove(ids[:5])
+    for query in ("cat violin lessons", "Studied running in Berlin", "拿铁咖啡", "nothing here"):
+        q = terms(query, query=True)
+        held = k.terms_held(ids + ["unknown"], q)
+        assert set(held) == set(ids[5:])  # removed and unknown rows are left out
+        for mid, text in zip(ids[5:], texts[5:]):
+            assert held[mid] == len(set(q) & set(terms(text))), (query, text)
+
+
+def _ranked(m: Memory, query: str, **kw) -> list[tuple[str, float]]:
+    """Ids and relevance, in order (scores hold the time since each memory was written: the clock moves)."""
+    return [(h.record.id, h.relevance) for h in m.search(query, "u", record_access=False, **kw)]
+
+
+def test_search_with_index_terms_ranks_as_tokenising_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    queries = ["violin lesson", "who studied in the garden?", "拿铁咖啡", "running club Berlin", "xyzzy"]
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder(), policy={"min_score": 0.2}) as m:
+        m.add([{"role": "user", "content": t} for t in _texts(300)], "u", infer=False)
+        archived = m.search("chess club", "u", limit=3, record_access=False)
+        m.delete(archived[0].record.id, "u")  # an archived row: not keyword-searchable, its text is tokenised
+        calls: list[int] = []
+        real = SqliteIndex.terms_held
+
+        def counted(self, user_id, ids, qterms):  # noqa: ANN001
+            got = real(self, user_id, ids, qterms)
+            calls.append(len(got))
+            return got
+
+        monkeypatch.setattr(SqliteIndex, "terms_held", counted)
+        fast = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
+        assert sum(calls) > 0  # the index answered for its rows
+        monkeypatch.delattr(SqliteIndex, "terms_held")  # the long way: every hit's text tokenised
+        slow = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
+    assert fast == slow
+    assert any(hits for hits, _ in fast.values()) and fast["xyzzy"][0] == []
+
+
+def test_rows_read_as_the_constructor_makes_them() -> None:
+    row = ("id1", "u", None, "event", "Peggy went to a concert.", "ctx", '{"role": "user", "n": 2}', '["a", "b"]',
+           None, "", "2026-11-25T11:42:10+00:00", "2026-11-25T11:42:10", 0.3, 1.0, 4, None, 1, None)
+    r = record_from_row(row)
+    fields = dict(zip(RECORD_FIELDS, row))
+    assert r == MemoryRecord(**{**{f: getattr(r, f) for f in RECORD_FIELDS}, "content": fields["content"]})
+    assert r.structured_data == {"role": "user", "n": 2} and r.source_ids == ("a", "b")
+    assert r.updated_at.tzinfo is not None and r.with_(content="x").content == "x"
+    r.structured_data["role"] = "changed"  # a record's dict is its own, though its JSON was decoded once
+    assert record_from_row(row).structured_data == {"role": "user", "n": 2}
+    nested = row[:6] + ('{"tags": ["x"]}',) + row[7:]
+    a, b = record_from_row(nested), record_from_row(nested)
+    a.structured_data["tags"].append("y")  # nested values are decoded afresh for each row
+    assert b.structured_data == {"tags": ["x"]}
+    with pytest.raises(ValueError):
+        record_from_row(row[:6] + ("{not json",) + row[7:])
+
+
+def test_vector_search_runs_on_one_blas_thread() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((500, 64)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    m = VectorMatrix(64)
+    m.upsert([f"v{i}" for i in range(len(x))], x)
+    q = x[7]
+    exact = np.argsort(-(x @ q), kind="stable")[:10]
+    assert [mid for mid, _ in m.search(q, 10)] == [f"v{i}" for i in exact]
+    with one_blas_thread():
+        assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
