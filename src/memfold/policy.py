@@ -35,6 +35,9 @@ class Policy:
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
+    score_bonus_time: float = 0.0  # a memory dated in a range the query names ("last May", "上个月"); 0 = off
+    score_bonus_entity: float = 0.0  # × the share of the query's names and numbers a memory holds; 0 = off
+    diversity_weight: float = 0.0  # MMR: a hit loses this × its word overlap with a better one; 0 = off
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
@@ -84,6 +87,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "candidate_pool_min": (1, 10_000),
     "score_bonus_speaker": (0.0, 1.0),
     "score_penalty_question": (0.0, 1.0),
+    "score_bonus_time": (0.0, 1.0),
+    "score_bonus_entity": (0.0, 1.0),
+    "diversity_weight": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
     "backup_keep": (1, 10_000),

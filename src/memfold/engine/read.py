@@ -22,6 +22,7 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
+from .rank_cues import cue_bonus, diversify, query_cues
 from .records import index_text
 from .relevance import relevance
 from .store import UserStore
@@ -174,6 +175,7 @@ class Retriever:
         qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
         now = now or utcnow()
+        cues = query_cues(query, now, pol)
         hits: list[SearchHit] = []
         for mid, (sim, kpart, vpart) in fused.items():
             r = records.get(mid)
@@ -183,10 +185,11 @@ class Retriever:
                 continue
             if not include_episodic and r.file == EPISODIC:
                 continue
-            sim += adjustment(r, qset, pol)
+            sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol)
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
+        hits = diversify(hits, k, pol.diversity_weight)
         hits = self._above_floor(collapse_turn_copies(hits) if collapse_copies else hits, k, cosines, cos_floor,
                                  qset, pol.min_score)
         if record_access and hits:
