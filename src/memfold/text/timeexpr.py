@@ -53,6 +53,10 @@ _NUM = r"(\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|tw
 _UNIT = r"(day|week|month|year)s?"
 _YEAR = r"((?:19|20)\d\d)"
 _ZH_NUM = r"([0-9]+|[零〇一二两三四五六七八九十几]+)"
+# a query without any of these names no time: the full scan is skipped
+_EN_GATE = re.compile(r"\d|\b(?:ago|yesterday|today|tonight|morning|last|this|past|week|weekend|month|year|"
+                      r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|day\b")
+_ZH_GATE = re.compile(r"[天周月年拜晚期日号]")
 
 
 def _num(text: str) -> int:
@@ -267,5 +271,5 @@ def time_ranges(query: str, ref: date) -> list[DateRange]:
     """The date ranges the query's time expressions name, measured from ``ref`` (at most ``MAX_RANGES``;
     none when the query names more, or none)."""
     q = " ".join(query.lower().split())
-    out = _english(q, ref) + _chinese(query, ref)
+    out = (_english(q, ref) if _EN_GATE.search(q) else []) + (_chinese(query, ref) if _ZH_GATE.search(query) else [])
     return out if len(out) <= MAX_RANGES else []
