@@ -35,9 +35,9 @@ class Policy:
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
-    score_bonus_time: float = 0.0  # a memory dated in a range the query names ("last May", "上个月"); 0 = off
+    score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
     score_bonus_entity: float = 0.0  # × the share of the query's names and numbers a memory holds; 0 = off
-    diversity_weight: float = 0.0  # MMR: a hit loses this × its word overlap with a better one; 0 = off
+    diversity_weight: float = 0.05  # MMR: a hit loses this × its word overlap with a better one; cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
