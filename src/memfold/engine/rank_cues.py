@@ -98,12 +98,13 @@ def diversify(hits: list[SearchHit], k: int, weight: float) -> list[SearchHit]:
         return hits
     pool = hits[: 3 * k]
     words = [frozenset(terms(h.record.content)) for h in pool]
+    overlap = [0.0] * len(pool)  # each candidate's largest overlap with a picked hit, kept up to date
     left = list(range(len(pool)))
     picked: list[int] = []
     while left and len(picked) < k:
-        def mmr(i: int) -> float:
-            return pool[i].score - weight * max((_jaccard(words[i], words[j]) for j in picked), default=0.0)
-        best = max(left, key=lambda i: (mmr(i), -i))
+        best = max(left, key=lambda i: (pool[i].score - weight * overlap[i], -i))
         picked.append(best)
         left.remove(best)
+        for i in left:
+            overlap[i] = max(overlap[i], _jaccard(words[i], words[best]))
     return [pool[i] for i in picked] + [pool[i] for i in sorted(left)] + hits[3 * k:]
