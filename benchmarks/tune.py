@@ -17,6 +17,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,15 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "keyword_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0, 2.0]),
     "keyword_feedback_weight": (0.0, [0.0, 0.05, 0.1, 0.15, 0.2, 0.3]),
     "fusion_rank_constant": (0.0, [0.0, 5.0, 20.0, 60.0]),
+    "score_weight_time": (0.2, [0.2, 0.0, 0.1, 0.3]),  # the default first: only LongMemEval has real dates
+    "score_bonus_time": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
+    "score_bonus_entity": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
+    "diversity_weight": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
 }
 
 
 def score(mem: Memory, p: Probe, k: int, metric: str) -> float:
-    hits = mem.search(p.query, p.namespace, limit=k, record_access=False)
+    hits = mem.search(p.query, p.namespace, limit=k, record_access=False, now=p.now)
     found = {s for h in hits for s in h.record.source_ids}
     got = len(set(p.gold) & found)
     return float(got == len(p.gold)) if metric == "all" else got / len(p.gold)
@@ -67,7 +72,7 @@ def sets(data: Path, lme_limit: int | None) -> list[tuple[str, Callable[[Memory]
 
 
 def collect(names: Sequence[str], base: dict[str, Any], only: Sequence[str], data: Path, vector_cache: str | None,
-            lme_limit: int | None) -> dict[str, dict[str, SetScores]]:
+            lme_limit: int | None, clock_now: bool = False) -> dict[str, dict[str, SetScores]]:
     """constant -> set name -> per-probe scores under each of its values."""
     out: dict[str, dict[str, SetScores]] = {c: {} for c in only}
     for name, ingest, scheme, k, metric in sets(data, lme_limit):
@@ -76,6 +81,8 @@ def collect(names: Sequence[str], base: dict[str, Any], only: Sequence[str], dat
         t0 = time.perf_counter()
         with eval_memory(None, vector_cache=vector_cache, policy=base) as mem:
             probes = ingest(mem)
+            if clock_now:
+                probes = [replace(p, now=None) for p in probes]
             t1 = time.perf_counter()
             folds = fold_ids([p.group for p in probes], scheme)
             for const in only:
@@ -107,6 +114,8 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(GRID), help="constants to tune (comma-separated)")
     ap.add_argument("--base", action="append", default=[], help="KEY=VALUE policy for everything else")
     ap.add_argument("--lme-limit", type=int, default=None, help="only the first N LongMemEval questions")
+    ap.add_argument("--clock-now", action="store_true",
+                    help="ask LongMemEval at the clock's time, not at each question's date (the old harness)")
     ap.add_argument("--out", type=Path, default=None, help="write the JSON report (with per-question scores) here")
     ap.add_argument("--combine", type=Path, nargs="*", default=None,
                     help="no new run: cross-validate the per-question scores saved by earlier runs' --out")
@@ -120,7 +129,8 @@ def main() -> None:
     if args.combine:
         scores = load_scores(args.combine, only)
     else:
-        scores = collect(args.sets.split(","), base, only, args.data, args.vector_cache, args.lme_limit)
+        scores = collect(args.sets.split(","), base, only, args.data, args.vector_cache, args.lme_limit,
+                         args.clock_now)
     report: dict[str, Any] = {"base": base, "scores": {
         c: {n: {"folds": s.folds, "values": {str(v): a.tolist() for v, a in s.scores.items()}} for n, s in per.items()}
         for c, per in scores.items()}}

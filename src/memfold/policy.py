@@ -37,6 +37,9 @@ class Policy:
     score_penalty_question: float = 0.1
     score_weight_session: float = 0.0  # issue 16: session context (engine/rank_session.py)
     score_weight_neighbour: float = 0.2  # cross-validated (docs/benchmarks.md, issue 16 session context)
+    score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
+    score_bonus_entity: float = 0.0  # × the share of the query's names and numbers a memory holds; 0 = off
+    diversity_weight: float = 0.05  # MMR: a hit loses this × its word overlap with a better one; cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_last_line_weight: float = 0.0  # a conversation excerpt's last line searched again (engine/rank_keywords)
     keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
@@ -91,6 +94,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_penalty_question": (0.0, 1.0),
     "score_weight_session": (0.0, 1.0),
     "score_weight_neighbour": (0.0, 1.0),
+    "score_bonus_time": (0.0, 1.0),
+    "score_bonus_entity": (0.0, 1.0),
+    "diversity_weight": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
     "keyword_last_line_weight": (0.0, 4.0),

@@ -163,3 +163,19 @@ def test_a_turn_quotes_only_the_start_of_a_long_reply(tmp_path: Path) -> None:
     assert ctx.split(" ", 3)[3].startswith("Here are ten ideas for your garden.")
     assert len(ctx) < QUOTED_REPLY_CHARS + 40 and "Idea 299" not in ctx
     assert "Thanks! My basil died last week though." in turns["t3"].context  # a user turn is quoted whole
+
+
+def test_questions_are_asked_at_their_question_date(tmp_path: Path) -> None:
+    """"two weeks ago" is measured from the question's date (2023), not the clock: with the time
+    bonus on, the turn of the session two weeks before the question comes first."""
+    q = {"question_id": "qt", "question_type": "temporal-reasoning", "question_date": "2023/06/15 (Thu) 10:00",
+         "question": "Which museum did I visit two weeks ago?", "answer": "the Louvre",
+         "haystack_session_ids": ["early", "gold"],
+         "haystack_dates": ["2023/03/01 (Wed) 09:00", "2023/06/01 (Thu) 09:00"],
+         "haystack_sessions": [[{"role": "user", "content": "I visited the science museum, a great museum visit"}],
+                               [{"role": "user", "content": "Spent the day at the Louvre museum", "has_answer": True}]]}
+    path = tmp_path / "time.json"
+    path.write_text(json.dumps([q]), encoding="utf-8")
+    on = run_longmemeval(path, (1,), embedder=HashEmbedder(), infer=False, policy={"score_bonus_time": 0.8, "min_score": 0.0})
+    off = run_longmemeval(path, (1,), embedder=HashEmbedder(), infer=False, policy={"score_bonus_time": 0.0, "min_score": 0.0})
+    assert (on["recall_all"]["1"], off["recall_all"]["1"]) == (1.0, 0.0)

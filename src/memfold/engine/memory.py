@@ -206,10 +206,12 @@ class Memory(AgentCalls, Upkeep):
     @measured("search")
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
-               include_episodic: bool = True, include_archived: bool = False) -> list[SearchHit]:
+               include_episodic: bool = True, include_archived: bool = False,
+               now: datetime | str | None = None) -> list[SearchHit]:
         """Hybrid search (keywords + vectors, rescored by similarity, recency and importance);
         updates access statistics unless ``record_access=False``; ``include_archived`` searches
-        archived memories too (merged, compressed or tidied away)."""
+        archived memories too (merged, compressed or tidied away); ``now`` (default: the clock) is
+        the moment recency and the query's time expressions ("last week", "上个月") are measured from."""
         user_id = guard.user(user_id)
         query = guard.text(query, "query")
         if not query.strip():
@@ -223,7 +225,7 @@ class Memory(AgentCalls, Upkeep):
         include_archived = guard.flag(include_archived, "include_archived")
         return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
                                      record_access=record_access, include_episodic=include_episodic,
-                                     include_archived=include_archived)
+                                     include_archived=include_archived, now=guard.timestamp(now, "now"))
 
     def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval:
         """Ranked memories plus recent daily notes; with no query the whole MEMORY.md (SPEC §5)."""

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -121,10 +122,11 @@ def require_empty(mem: Memory, user_id: str) -> None:
                                 f"evaluate into an empty --root (or none, for a temporary workspace)")
 
 
-def rank(mem: Memory, method: str, query: str, user_id: str, k: int) -> list[MemoryRecord]:
-    """The top ``k`` memories of a namespace for ``query`` by one ranking method."""
+def rank(mem: Memory, method: str, query: str, user_id: str, k: int, now: datetime | None = None
+         ) -> list[MemoryRecord]:
+    """The top ``k`` memories of a namespace for ``query`` by one ranking method (asked at ``now``)."""
     if method == HYBRID:
-        return [h.record for h in mem.search(query, user_id, limit=k, record_access=False)]
+        return [h.record for h in mem.search(query, user_id, limit=k, record_access=False, now=now)]
     if method == KEYWORD:
         qterms = terms(query, query=True)
         ids = [mid for mid, _ in mem.index.keyword_search(user_id, qterms, k)] if qterms else []
@@ -136,12 +138,12 @@ def rank(mem: Memory, method: str, query: str, user_id: str, k: int) -> list[Mem
 
 
 def ask(mem: Memory, method: str, query: str, user_id: str, ks: Sequence[int], category: str,
-        gold: Sequence[str]) -> QuestionResult:
+        gold: Sequence[str], now: datetime | None = None) -> QuestionResult:
     """Rank once per k (a search with ``limit=k`` is what a caller asking for k memories gets)."""
     found: dict[int, frozenset[str]] = {}
     tokens: dict[int, int] = {}
     for k in ks:
-        top = rank(mem, method, query, user_id, k)
+        top = rank(mem, method, query, user_id, k, now)
         found[k] = frozenset(s for r in top for s in r.source_ids)
         tokens[k] = sum(count_many([r.content for r in top]))
     return QuestionResult(category=category, gold=tuple(gold), found=found, tokens=tokens)
@@ -163,20 +165,22 @@ def ask_all(mem: Memory, probes: Sequence["Probe"], results: dict[str, list[Ques
     progress.start(label, len(probes) * len(results))
     for p in probes:
         for method, bucket in results.items():
-            bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold))
+            bucket.append(ask(mem, method, p.query, p.namespace, ks, p.category, p.gold, p.now))
             progress.advance()
 
 
 @dataclass(frozen=True)
 class Probe:
     """One scored question of a benchmark: ``group`` is its unit for cross-validation (a LoCoMo
-    conversation, a MADial dialogue, a LongMemEval question)."""
+    conversation, a MADial dialogue, a LongMemEval question); ``now`` is when the question is asked
+    (LongMemEval's ``question_date``; None = the clock)."""
 
     group: str
     namespace: str
     query: str
     gold: tuple[str, ...]
     category: str
+    now: datetime | None = None
 
 
 def use_policy(mem: Memory, overrides: dict[str, Any]) -> None:

@@ -125,7 +125,8 @@ def ingest_longmemeval(mem: Memory, path: str | Path, *, infer: bool = True, lim
             progress.advance()
         n_memories += mem.index.count(ns)
     probes = [Probe(str(q["question_id"]), ns, str(q.get("question") or "").strip(), tuple(gold),
-                    str(q.get("question_type") or "?"))
+                    str(q.get("question_type") or "?"),
+                    parse_lme_date(str(q["question_date"])) if q.get("question_date") else None)
               for q, ns, _, gold in prepared if gold and str(q.get("question") or "").strip()]
     return probes, n_memories, n_turns
 
