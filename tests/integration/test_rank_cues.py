@@ -92,5 +92,6 @@ def _order(root: Path, weight: float) -> list[str]:
 
 
 def test_key_diversity_weight(tmp_path: Path) -> None:
-    assert _order(tmp_path / "off", 0.0) == ["a", "b"]
-    assert _order(tmp_path / "on", 1.0) == ["a", "c"]  # b repeats a
+    assert sorted(_order(tmp_path / "off", 0.0)) == ["a", "b"]  # the two near-copies fill the list
+    on = _order(tmp_path / "on", 1.0)
+    assert "c" in on and len(set(on) & {"a", "b"}) == 1  # one of the copies gives way
