@@ -35,15 +35,11 @@ class Policy:
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
-    score_weight_session: float = 0.0  # issue 16: session context (engine/rank_session.py)
     score_weight_neighbour: float = 0.2  # cross-validated (docs/benchmarks.md, issue 16 session context)
     score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
-    score_bonus_entity: float = 0.0  # × the share of the query's names and numbers a memory holds; 0 = off
     diversity_weight: float = 0.05  # MMR: a hit loses this × its word overlap with a better one; cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
-    keyword_last_line_weight: float = 0.0  # a conversation excerpt's last line searched again (engine/rank_keywords)
     keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
-    fusion_rank_constant: float = 0.0  # > 0: reciprocal-rank fusion with this k instead of score fusion
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
@@ -92,16 +88,12 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "candidate_pool_min": (1, 10_000),
     "score_bonus_speaker": (0.0, 1.0),
     "score_penalty_question": (0.0, 1.0),
-    "score_weight_session": (0.0, 1.0),
     "score_weight_neighbour": (0.0, 1.0),
     "score_bonus_time": (0.0, 1.0),
-    "score_bonus_entity": (0.0, 1.0),
     "diversity_weight": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
-    "keyword_last_line_weight": (0.0, 4.0),
     "keyword_feedback_weight": (0.0, 2.0),
-    "fusion_rank_constant": (0.0, 1000.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
     "context_window": (512, 10_000_000),

@@ -37,10 +37,8 @@ TESTED_ELSEWHERE = {
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
     "score_bonus_time": ("test_rank_cues", "test_key_score_bonus_time_in_chinese"),
-    "score_bonus_entity": ("test_rank_cues", "test_key_score_bonus_entity"),
     "diversity_weight": ("test_rank_cues", "test_key_diversity_weight"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
-    "score_weight_session": ("test_session_rank", "test_session_of_a_matching_turn_moves_up"),
     "score_weight_neighbour": ("test_session_rank", "test_neighbour_of_a_matching_turn_is_found"),
 }
 ONLY_SCORE = {"score_weight_similarity": 0.0, "score_weight_time": 0.0, "score_weight_importance": 0.0}
@@ -344,24 +342,6 @@ KEYWORD_ONLY = {**ONLY_SCORE, "score_weight_similarity": 1.0, "fusion_keyword_we
                 "score_penalty_question": 0.0}
 
 
-def test_key_keyword_last_line_weight(root: Path):
-    """a multi-line query's last line is keyword-searched again with this weight (0 = off)"""
-    def order(m: Memory, query: str) -> list[str]:
-        return [h.record.content for h in m.search(query, "u", record_access=False)]
-
-    with memory(root, **KEYWORD_ONLY, keyword_last_line_weight=0.0) as m:
-        for text in ("bananas are yellow", "cherries are red", "dates are brown"):
-            m.add(text, "u", infer=False)
-        one = {h.record.content: h.keyword_score
-               for h in m.search("tell me about bananas\ntell me about cherries", "u", record_access=False)}
-        two = {h.record.content: h.keyword_score
-               for h in m.search("tell me about cherries\ntell me about bananas", "u", record_access=False)}
-        assert one["bananas are yellow"] == one["cherries are red"] > 0 and one == pytest.approx(two)
-    with memory(root, **KEYWORD_ONLY, keyword_last_line_weight=1.0) as m:
-        assert order(m, "tell me about bananas\ntell me about cherries")[0] == "cherries are red"
-        assert order(m, "tell me about cherries\ntell me about bananas")[0] == "bananas are yellow"
-
-
 def _feedback_scenario(root: Path, user: str) -> None:
     target = "Rex chewed the slipper"
 
@@ -393,26 +373,6 @@ def test_keyword_feedback_on_postgres(root: Path, pg_dsn: str, pg_server, monkey
     monkeypatch.setenv("MEMFOLD_INDEX__BACKEND", "postgres")
     monkeypatch.setenv("MEMFOLD_INDEX__DSN", pg_dsn)
     _feedback_scenario(root, f"kwfb-{os.getpid()}-{time.time_ns()}")
-
-
-def test_key_fusion_rank_constant(root: Path):
-    """> 0: reciprocal-rank fusion with this constant instead of score fusion (0 = off)"""
-    for k in (0.0, 5.0, 60.0):
-        with memory(root, min_score=0.0, keyword_feedback_weight=0.0, fusion_rank_constant=k) as m:
-            if not m.get_all("u"):
-                m.add("I adopted a grey cat", "u", infer=False)
-                m.add("the boat is moored at pier 4", "u", infer=False)
-            found = m.search("grey cat", "u", record_access=False)
-            assert len(found) == 2
-            vparts = sorted(h.vector_score for h in found)
-            kparts = sorted(h.keyword_score for h in found)
-            if k == 0:  # min-max: the two cosines become 0 and 1; BM25 / its maximum
-                assert vparts == pytest.approx([0.0, 1.0]) and kparts == pytest.approx([0.0, 1.0])
-            else:  # ranks 1 and 2 on the vector side, rank 1 alone on the keyword side
-                assert vparts == pytest.approx([(k + 1) / (k + 2), 1.0]) and kparts == pytest.approx([0.0, 1.0])
-            for h in found:
-                assert h.similarity == pytest.approx(0.5 * h.keyword_score + 0.5 * h.vector_score
-                                                     - (0.1 if h.record.content.endswith("?") else 0.0))
 
 
 # ---- files and models ------------------------------------------------------------------------

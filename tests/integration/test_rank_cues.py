@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from memfold import Memory
-from memfold.engine.rank_cues import query_entities
 
 from ..support.hash_embedder import HashEmbedder
 
@@ -60,25 +59,6 @@ def test_key_score_bonus_time_in_chinese(tmp_path: Path) -> None:
                                                           + 0.5 * got["old"].vector_score, abs=1e-6)
             top = m.search("上个月去哪里玩了", "u", record_access=False, now=NOW)[0].record.source_ids
             assert top == (("new",) if bonus == 0.8 else ("old",))
-
-
-def _gift(root: Path, **policy) -> list[str]:
-    with _memory(root, **policy) as m:
-        if not m.get_all("u"):
-            _turn(m, "what birthday gift should I buy, a gift for a birthday", "generic", "2023-05-01T10:00:00+00:00")
-            _turn(m, "Priya got a book for her birthday", "named", "2023-05-01T10:00:00+00:00")
-        return [h.record.source_ids[0] for h in m.search("what birthday gift did Priya get?", "u",
-                                                         record_access=False, now=NOW)]
-
-
-def test_key_score_bonus_entity(tmp_path: Path) -> None:
-    assert _gift(tmp_path / "off", score_bonus_entity=0.0, score_penalty_question=0.0)[0] == "generic"
-    assert _gift(tmp_path / "on", score_bonus_entity=0.8, score_penalty_question=0.0)[0] == "named"
-
-
-def test_entities_of_a_query() -> None:
-    assert query_entities("What did Caroline's friend Jon buy in May 2023 for 35 dollars?") == ("Caroline", "Jon", "35")
-    assert query_entities("When did I go to the beach?") == ()
 
 
 def _order(root: Path, weight: float) -> list[str]:

@@ -1,6 +1,6 @@
 """Session context in the ranking (issue 16, engine/rank_session.py), through Memory.search with
-the fast hash embedder: a turn gains from its session's other candidates (score_weight_session)
-and from the turns just before and after it (score_weight_neighbour), which join the candidates."""
+the fast hash embedder: a turn just before or after one of the best candidates gains from it
+(score_weight_neighbour) and joins the candidates."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from memfold import Memory
 
 from ..support.hash_embedder import HashEmbedder
 
-OFF = {"score_weight_session": 0.0, "score_weight_neighbour": 0.0, "min_score": 0.0, "dedupe_threshold": 1.0}
+OFF = {"score_weight_neighbour": 0.0, "min_score": 0.0, "dedupe_threshold": 1.0}
 TRIP = ["We drove to the coast on Saturday morning",
         "My sister Ana brought her new kayak along",
         "The water was freezing but paddling felt wonderful"]
@@ -66,20 +66,3 @@ def test_neighbour_of_a_matching_turn_is_found(root: Path):
     with memory(root, candidate_pool_min=1, score_weight_neighbour=0.5) as m:
         on = found(m, query, 2)
     assert on == [TRIP[2], TRIP[1]]
-
-
-def test_session_of_a_matching_turn_moves_up(root: Path):
-    """'coast' is in a trip turn and in a distractor; the trip session matches the query's other
-    words too, so with the session weight on its 'coast' turn comes before the distractor."""
-    with memory(root) as m:
-        m.add([{"role": "user", "content": t, "timestamp": "2024-06-01T10:00:00+00:00"} for t in TRIP], "u",
-              infer=False)
-        m.add([{"role": "user", "content": "a house on the coast", "timestamp": "2024-05-01T09:00:00+00:00"}], "u",
-              infer=False)
-    query = "coast trip with freezing water and a kayak"
-    with memory(root) as m:
-        off = found(m, query, 4)
-    with memory(root, score_weight_session=0.3) as m:
-        on = found(m, query, 4)
-    assert off.index("a house on the coast") < off.index(TRIP[0])
-    assert on.index(TRIP[0]) < on.index("a house on the coast")

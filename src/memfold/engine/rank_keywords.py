@@ -1,23 +1,22 @@
-"""Keyword-side query shaping (issue 16): the last line of a conversation excerpt weighted up, and
-pseudo-relevance feedback (RM3-style) — both policy keys, 0 = off.
+"""Keyword-side query shaping (issue 16): pseudo-relevance feedback (RM3-style), a policy key
+(``keyword_feedback_weight``, 0 = off).
 
 BM25 is a sum over query terms, so a term group's weight is applied by searching that group alone
-and adding its scores scaled by the weight: ``score(d) = bm25(q, d) + w · bm25(q', d)``. Each
-adjustment costs one extra keyword search; nothing in the index changes.
+and adding its scores scaled by the weight: ``score(d) = bm25(q, d) + w · bm25(q', d)``. The
+feedback costs one extra keyword search; nothing in the index changes.
 
-* ``keyword_last_line_weight``: a multi-line query (MADial's dialogue so far) gets its last line's
-  terms searched again with this weight (the vector side's ``query_last_line_weight`` twin).
-* ``keyword_feedback_weight``: the first ``FEEDBACK_DOCS`` fused hits lend their most telling
-  terms (frequent in them, rare among the first ``FEEDBACK_POOL`` fused hits, not already asked)
-  to one more keyword search with this weight; the fusion is then redone with the expanded
-  keyword scores. Only for a question (a query of one line): a conversation excerpt is left as it is.
-* ``fusion_rank_constant``: weighted reciprocal-rank fusion instead of ``read.fuse``'s scores."""
+The first ``FEEDBACK_DOCS`` fused hits lend their most telling terms (frequent in them, rare among
+the first ``FEEDBACK_POOL`` fused hits, not already asked) to one more keyword search with this
+weight; the fusion is then redone with the expanded keyword scores. Only for a question (a query of
+one line): a conversation excerpt is left as it is. Two other keyword-side options were measured and
+removed because they did not survive cross-validation (docs/benchmarks.md, "Issue 16, keyword side
+and fusion"): the last line of an excerpt searched again, and reciprocal-rank fusion."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 from ..policy import Policy
@@ -46,26 +45,14 @@ def last_line_terms(query: str) -> list[str]:
     return lines[-1] if len(lines) >= 2 else []
 
 
-def keyword_candidates(search: Callable[[Sequence[str], int], Ranked], query: str, qterms: list[str],
-                       want: int, pol: Policy) -> Ranked:
-    """The keyword candidates: BM25 of the query, plus the last line's again at its weight."""
-    if not qterms:
-        return []
-    found = search(qterms, want)
-    if pol.keyword_last_line_weight > 0:
-        last = last_line_terms(query)
-        if last:
-            found = add_scores(found, search(last, want), pol.keyword_last_line_weight)[: max(want, len(found))]
-    return found
 
-
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _doc_terms(text: str) -> tuple[str, ...]:
     return tuple(terms(text))
 
 
 def doc_terms(text: str) -> list[str]:
-    """A memory's keyword terms; the same texts come back query after query (a bounded cache)."""
+    """A memory's keyword terms; the same texts come back query after query (a bounded cache: 1,024 texts)."""
     return list(_doc_terms(text))
 
 
@@ -104,16 +91,3 @@ def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str],
     found = store.index.keyword_search(user_id, extra, want)
     return add_scores(keyword, found, pol.keyword_feedback_weight)[: max(want, len(keyword))]
 
-
-def rank_fuse(keyword: Ranked, vector: Ranked, keyword_weight: float, k: float
-              ) -> dict[str, tuple[float, float, float]]:
-    """Weighted reciprocal-rank fusion, scaled so that first place on both sides scores 1:
-    ``w (k+1)/(k+rank_kw) + (1-w) (k+1)/(k+rank_vec)``; an id missing from a side scores 0 there.
-    Returns id -> (fused, keyword part, vector part) like ``read.fuse``."""
-    kw = {mid: (k + 1.0) / (k + r) for r, (mid, _) in enumerate(sorted(keyword, key=lambda x: -x[1]), 1)}
-    vec = {mid: (k + 1.0) / (k + r) for r, (mid, _) in enumerate(sorted(vector, key=lambda x: -x[1]), 1)}
-    out: dict[str, tuple[float, float, float]] = {}
-    for mid in kw.keys() | vec.keys():
-        a, b = kw.get(mid, 0.0), vec.get(mid, 0.0)
-        out[mid] = (keyword_weight * a + (1.0 - keyword_weight) * b, a, b)
-    return out

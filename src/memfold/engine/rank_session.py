@@ -1,29 +1,21 @@
-"""Session context for the read path (issue 16): a conversation turn's similarity gains from the
-other candidates of its session and from its neighbouring turns.
+"""Session context for the read path (issue 16): a conversation turn next to one of the best
+candidates gains from it (``score_weight_neighbour``, a policy key; 0 turns it off).
 
-Episodic turns stored by one ``add`` call share their session: the same time stamp (the messages'
-date, else the moment of the call) and session id. Each turn also names the turns stored just
-before and after it in the same call (``structured_data["prev"]`` / ``["next"]``, record ids; set
-by ``link_turns`` at write time). Two query-aware bonuses, both policy keys (0 turns them off):
+Each episodic turn stored by one ``add`` call names the turns stored just before and after it in
+the same call (``structured_data["prev"]`` / ``["next"]``, record ids; set by ``link_turns`` at
+write time). The turns just before and after one of the ``NEIGHBOUR_OF_BEST`` best candidates gain
+weight × that candidate's fused score; they join the candidates (one read by id, at most 6 rows),
+so the turn next to a strong match is found even when its own words and vector missed the query.
+Only the best few: lifting the neighbours of every top-``k`` hit pushed other sessions' evidence
+out (LongMemEval multi-session questions).
 
-- ``score_weight_session``: + weight × the best fused score among the *other* candidates of the
-  same session — a turn in a session that matches the query elsewhere moves up (multi-hop and
-  multi-session questions have their evidence spread over a session's turns);
-- ``score_weight_neighbour``: the turns just before and after one of the ``NEIGHBOUR_OF_BEST``
-  best candidates gain weight × that candidate's fused score; they join the candidates (one read
-  by id), so the turn next to a strong match is found even when its own words and vector missed
-  the query. Only the best few: lifting the neighbours of every top-``k`` hit pushed other
-  sessions' evidence out (LongMemEval multi-session questions).
-
-Both are bounded by the candidate set (at most 6 extra rows read by primary key).
 Measured on the three development sets (docs/benchmarks.md, "Issue 16, session context"): the
-neighbour bonus survives the cross-validation rule (on by default, 0.2); the session bonus does
-not (off).
+neighbour bonus survives the cross-validation rule (on by default, 0.2). A session bonus (the best
+other candidate of the turn's session) did not survive and was removed.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, MutableMapping, Sequence
 
 from ..models import EPISODIC, MemoryRecord
@@ -39,13 +31,6 @@ def link_turns(turns: Sequence[MemoryRecord]) -> None:
     for before, after in zip(turns, turns[1:]):
         before.structured_data["next"] = after.id
         after.structured_data["prev"] = before.id
-
-
-def session_key(r: MemoryRecord) -> tuple[str, str] | None:
-    """The session an episodic turn belongs to (its session id and time stamp); None for other memories."""
-    if r.file != EPISODIC:
-        return None
-    return (r.source_session_id or "", r.created_at.isoformat())
 
 
 def neighbours(r: MemoryRecord) -> list[str]:
@@ -76,30 +61,14 @@ def add_neighbours(fused: MutableMapping[str, tuple[float, float, float]], recor
 
 def context_bonus(fused: Mapping[str, tuple[float, float, float]], records: Mapping[str, MemoryRecord],
                   pol: Policy) -> dict[str, float]:
-    """id -> similarity bonus from the candidate's session and neighbours (empty when both weights are 0)."""
-    ws, wn = pol.score_weight_session, pol.score_weight_neighbour
-    if ws <= 0 and wn <= 0:
+    """id -> similarity bonus of a neighbour of a best candidate: + weight × that candidate's fused
+    score (the largest, when it neighbours two); empty when ``score_weight_neighbour`` is 0."""
+    wn = pol.score_weight_neighbour
+    if wn <= 0:
         return {}
-    out: dict[str, float] = defaultdict(float)
-    if ws > 0:
-        sessions: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
-        for mid, (sim, _, _) in fused.items():
-            r = records.get(mid)
-            key = session_key(r) if r is not None else None
-            if key is not None:
-                sessions[key].append((sim, mid))
-        for members in sessions.values():
-            if len(members) < 2:
-                continue
-            (s1, m1), (s2, _) = sorted(members, reverse=True)[:2]
-            for _, mid in members:  # the best other member: the first, unless that is this one
-                out[mid] += ws * (s2 if mid == m1 else s1)
-    if wn > 0:  # each neighbour of a best candidate: + wn × that candidate's fused score (the largest)
-        lift: dict[str, float] = {}
-        for src in best_candidates(fused, records):
-            for n in neighbours(records[src]):
-                if n in fused:
-                    lift[n] = max(lift.get(n, 0.0), wn * fused[src][0])
-        for n, v in lift.items():
-            out[n] += v
-    return dict(out)
+    lift: dict[str, float] = {}
+    for src in best_candidates(fused, records):
+        for n in neighbours(records[src]):
+            if n in fused:
+                lift[n] = max(lift.get(n, 0.0), wn * fused[src][0])
+    return lift

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from functools import partial
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, diversify, query_cues
-from .rank_keywords import keyword_candidates, rank_fuse, with_feedback
+from .rank_keywords import with_feedback
 from .rank_session import add_neighbours, context_bonus
 from .records import index_text
 from .relevance import relevance, terms_held
@@ -170,17 +169,15 @@ class Retriever:
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
         with pin(user_id) if callable(pin) else nullcontext():
-            keyword = keyword_candidates(lambda t, n: store.index.keyword_search(user_id, t, n), query, qterms,
-                                         want, pol)
+            keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
             qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
             vector = store.index.vector_search(user_id, qvec, want)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
-        fuse_by = partial(rank_fuse, k=pol.fusion_rank_constant) if pol.fusion_rank_constant > 0 else fuse
-        fused = fuse_by(keyword, vector, pol.fusion_keyword_weight)
+        fused = fuse(keyword, vector, pol.fusion_keyword_weight)
         if pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side (rank_keywords)
-            fused = fuse_by(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
-                            pol.fusion_keyword_weight)
+            fused = fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
+                         pol.fusion_keyword_weight)
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
