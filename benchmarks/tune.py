@@ -39,12 +39,10 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "query_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0]),
     "score_bonus_speaker": (0.0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]),
     "score_penalty_question": (0.0, [0.0, 0.05, 0.1, 0.2]),
-    "score_weight_neighbour": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3, 0.5]),
     "candidate_pool_min": (1, [1, 10, 20, 30, 50]),  # 1 = no minimum: 2k candidates per side
     "keyword_feedback_weight": (0.0, [0.0, 0.05, 0.1, 0.15, 0.2, 0.3]),
     "score_weight_time": (0.2, [0.2, 0.0, 0.1, 0.3]),  # the default first: only LongMemEval has real dates
     "score_bonus_time": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
-    "diversity_weight": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
 }
 
 

@@ -35,9 +35,7 @@ class Policy:
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
-    score_weight_neighbour: float = 0.2  # cross-validated (docs/benchmarks.md, issue 16 session context)
     score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
-    diversity_weight: float = 0.05  # MMR: a hit loses this × its word overlap with a better one; cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
@@ -88,9 +86,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "candidate_pool_min": (1, 10_000),
     "score_bonus_speaker": (0.0, 1.0),
     "score_penalty_question": (0.0, 1.0),
-    "score_weight_neighbour": (0.0, 1.0),
     "score_bonus_time": (0.0, 1.0),
-    "diversity_weight": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
     "keyword_feedback_weight": (0.0, 2.0),

@@ -37,9 +37,7 @@ TESTED_ELSEWHERE = {
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
     "score_bonus_time": ("test_rank_cues", "test_key_score_bonus_time_in_chinese"),
-    "diversity_weight": ("test_rank_cues", "test_key_diversity_weight"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
-    "score_weight_neighbour": ("test_session_rank", "test_neighbour_of_a_matching_turn_is_found"),
 }
 ONLY_SCORE = {"score_weight_similarity": 0.0, "score_weight_time": 0.0, "score_weight_importance": 0.0}
 

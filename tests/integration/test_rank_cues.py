@@ -60,18 +60,3 @@ def test_key_score_bonus_time_in_chinese(tmp_path: Path) -> None:
             top = m.search("上个月去哪里玩了", "u", record_access=False, now=NOW)[0].record.source_ids
             assert top == (("new",) if bonus == 0.8 else ("old",))
 
-
-def _order(root: Path, weight: float) -> list[str]:
-    with _memory(root, diversity_weight=weight, score_weight_time=0.0, score_weight_importance=0.0, min_score=0.0) as m:
-        if not m.get_all("u"):
-            _turn(m, "my dog Rex likes the park and long walks", "a", "2023-05-01T10:00:00+00:00")
-            _turn(m, "my dog Rex likes the park and long walks every day", "b", "2023-05-02T10:00:00+00:00")
-            _turn(m, "my cat likes to sleep on the sofa", "c", "2023-05-03T10:00:00+00:00")
-        return [h.record.source_ids[0] for h in m.search("what does my dog Rex like", "u", limit=2,
-                                                         record_access=False, now=NOW)]
-
-
-def test_key_diversity_weight(tmp_path: Path) -> None:
-    assert sorted(_order(tmp_path / "off", 0.0)) == ["a", "b"]  # the two near-copies fill the list
-    on = _order(tmp_path / "on", 1.0)
-    assert "c" in on and len(set(on) & {"a", "b"}) == 1  # one of the copies gives way

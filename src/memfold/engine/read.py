@@ -23,9 +23,8 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
-from .rank_cues import cue_bonus, diversify, query_cues
+from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
-from .rank_session import add_neighbours, context_bonus
 from .records import index_text
 from .relevance import relevance, terms_held
 from .store import UserStore
@@ -182,9 +181,7 @@ class Retriever:
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
-        add_neighbours(fused, records, store, user_id, pol)
         now = now or utcnow()
-        session_bonus = context_bonus(fused, records, pol)
         cues = query_cues(query, now, pol)
         hits: list[SearchHit] = []
         for mid, (sim, kpart, vpart) in fused.items():
@@ -195,11 +192,10 @@ class Retriever:
                 continue
             if not include_episodic and r.file == EPISODIC:
                 continue
-            sim += adjustment(r, qset, pol) + session_bonus.get(mid, 0.0) + cue_bonus(r, cues, pol)
+            sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol)
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
-        hits = diversify(hits, k, pol.diversity_weight)
         hits = collapse_turn_copies(hits) if collapse_copies else hits
         hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score,
                                  terms_held(store.index, user_id, [h.record.id for h in hits[: k + k // 2]], qset))

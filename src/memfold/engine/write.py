@@ -27,7 +27,6 @@ from .guard import check_fields, redacted_note, screen_text
 from .llm_calls import LLMCalls
 from .llm_extract import SourceTurns
 from .llm_write import LLMWriteSteps, note_records
-from .rank_session import link_turns
 from .store import UserStore, file_for
 
 if TYPE_CHECKING:
@@ -214,7 +213,6 @@ class WritePath:
                 last = next((m.timestamp for m in reversed(messages) if m.timestamp), None) or now
                 cands.extend(self._llm_candidates(user_id, calls, source, last, mtype, importance, tuple(all_src),
                                                   agent_id, session_id, warnings, refused))
-        link_turns([c.record for c in cands if c.origin is Origin.TURN])
         store = self._store(user_id)
         try:
             added, merged = self._dedupe_and_persist(user_id, cands, calls, warnings) if cands else ([], [])
