@@ -123,7 +123,8 @@ class Editor:
         if found:
             return found, True
         # every copy of the words is a target: a turn and what was extracted from it both go
-        hits = self._retriever.search(query_or_id, user_id, limit=50, record_access=False, collapse_copies=False)
+        hits = self._retriever.search(query_or_id, user_id, limit=50, record_access=False, collapse_copies=False,
+                                      expand=False)
         # one batch for the query and all hits
         vecs = self._embedder.embed([query_or_id] + [h.record.content for h in hits]) if hits else None
         return forget_targets(query_or_id, hits, vecs), False

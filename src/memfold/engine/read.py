@@ -153,9 +153,11 @@ class Retriever:
 
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
                record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
-               collapse_copies: bool = True, include_archived: bool = False) -> list[SearchHit]:
+               collapse_copies: bool = True, include_archived: bool = False, expand: bool = True) -> list[SearchHit]:
         """Ranked hits; with ``collapse_copies`` a turn and the memory extracted from it count once;
-        with ``include_archived`` archived memories (merged, compressed, tidied away) are candidates too."""
+        with ``include_archived`` archived memories (merged, compressed, tidied away) are candidates too;
+        without ``expand`` no pseudo-relevance feedback widens the keyword side (``forget`` asks so: what
+        it removes must match the words asked, not terms borrowed from the best hits)."""
         store = self._store(user_id)
         pol = self._policy(user_id)
         k = limit or pol.retrieve_limit
@@ -174,7 +176,7 @@ class Retriever:
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
-        if pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side (rank_keywords)
+        if expand and pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side
             fused = fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
                          pol.fusion_keyword_weight)
         cosines = dict(vector)
