@@ -135,14 +135,23 @@ def _clip(n: int) -> int:
     return max(0, min(n, 5000))
 
 
-def _english(q: str, ref: date) -> list[DateRange]:
-    out: list[DateRange] = []
-    spans: list[tuple[int, int]] = []
+class _Found:
+    """The ranges found so far and the spans of text they came from: a later, overlapping match
+    (a shorter expression inside a longer one already read) is not taken."""
 
-    def take(m: re.Match[str], r: DateRange | None) -> None:
-        if r is not None and not any(a < m.end() and m.start() < b for a, b in spans):
-            out.append(r)
-            spans.append(m.span())
+    def __init__(self) -> None:
+        self.ranges: list[DateRange] = []
+        self.spans: list[tuple[int, int]] = []
+
+    def take(self, m: re.Match[str], r: DateRange | None) -> None:
+        if r is not None and not any(a < m.end() and m.start() < b for a, b in self.spans):
+            self.ranges.append(r)
+            self.spans.append(m.span())
+
+
+def _english(q: str, ref: date) -> list[DateRange]:
+    found = _Found()
+    take = found.take
 
     for m in re.finditer(r"\bthe day before yesterday\b", q):
         take(m, DateRange(ref - timedelta(days=2), ref - timedelta(days=2)))
@@ -205,17 +214,12 @@ def _english(q: str, ref: date) -> list[DateRange]:
                          r"(?!s)\b", q):
         which = (m.group(1) or "").strip()
         take(m, _latest_weekday(WEEKDAYS[m.group(2)], ref, before_this_week=which == "last"))
-    return out
+    return found.ranges
 
 
 def _chinese(q: str, ref: date) -> list[DateRange]:
-    out: list[DateRange] = []
-    spans: list[tuple[int, int]] = []
-
-    def take(m: re.Match[str], r: DateRange | None) -> None:
-        if r is not None and not any(a < m.end() and m.start() < b for a, b in spans):
-            out.append(r)
-            spans.append(m.span())
+    found = _Found()
+    take = found.take
 
     for word, back in (("大前天", 3), ("前天", 2), ("昨天", 1), ("昨晚", 1), ("今天", 0), ("今晚", 0)):
         for m in re.finditer(word, q):
@@ -264,7 +268,7 @@ def _chinese(q: str, ref: date) -> list[DateRange]:
             take(m, _latest_day(month, _zh_num(m.group(2)), ref))
         elif not re.search(r"个$", q[: m.start()]):
             take(m, _latest_month(month, ref))
-    return out
+    return found.ranges
 
 
 def time_ranges(query: str, ref: date) -> list[DateRange]:
