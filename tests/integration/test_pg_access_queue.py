@@ -41,6 +41,15 @@ def _index(dsn: str, delay_ms: int = 60_000) -> PostgresIndex:
     return PostgresIndex(dsn, dim=4, embedder_name="test", options=PgOptions(access_delay_ms=delay_ms))
 
 
+def _child(dsn: str, body: str) -> str:
+    """A script for another process: an index on ``dsn`` with a long access delay, then ``body``."""
+    return (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+            "from datetime import datetime, timezone\n"
+            "from memfold.index.pg_pool import PgOptions\nfrom memfold.index.postgres import PostgresIndex\n"
+            f"ix = PostgresIndex({dsn!r}, dim=4, embedder_name='test', options=PgOptions(access_delay_ms=60000))\n"
+            + body)
+
+
 def _counts(ix: PostgresIndex | str, ids: list[str]) -> dict[str, int]:
     """What the table holds (not a handle's view with its queue); ``ix``: an index or a DSN."""
     import psycopg
@@ -78,12 +87,8 @@ def test_a_normal_close_writes_what_waits_also_in_another_process(pg_dsn: str, t
         ix.upsert([IndexItem(_rec(i), np.eye(4, dtype=np.float32)[i % 4], f"w{i}") for i in range(3)])
     finally:
         ix.close()
-    code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
-            "from datetime import datetime, timezone\n"
-            "from memfold.index.pg_pool import PgOptions\nfrom memfold.index.postgres import PostgresIndex\n"
-            f"ix = PostgresIndex({pg_dsn!r}, dim=4, embedder_name='test', options=PgOptions(access_delay_ms=60000))\n"
-            "for _ in range(50):\n    ix.record_access('u', ['u0', 'u2'], datetime.now(timezone.utc))\n"
-            "ix.close()\n")
+    code = _child(pg_dsn, "for _ in range(50):\n    ix.record_access('u', ['u0', 'u2'], datetime.now(timezone.utc))\n"
+                          "ix.close()\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
     ix = _index(pg_dsn)
@@ -207,11 +212,7 @@ def test_a_process_that_exits_without_closing_still_writes_what_waits(pg_dsn: st
         ix.upsert([IndexItem(_rec(0), np.eye(4, dtype=np.float32)[0], "w0")])
     finally:
         ix.close()
-    code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
-            "from datetime import datetime, timezone\n"
-            "from memfold.index.pg_pool import PgOptions\nfrom memfold.index.postgres import PostgresIndex\n"
-            f"ix = PostgresIndex({pg_dsn!r}, dim=4, embedder_name='test', options=PgOptions(access_delay_ms=60000))\n"
-            "ix.record_access('u', ['u0'], datetime.now(timezone.utc))\n")  # no close
+    code = _child(pg_dsn, "ix.record_access('u', ['u0'], datetime.now(timezone.utc))\n")  # no close
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
     assert _counts(pg_dsn, ["u0"]) == {"u0": 1}
