@@ -32,11 +32,9 @@ class Policy:
     score_weight_importance: float = 0.2
     decay_tau_days: float = 30.0
     fusion_keyword_weight: float = 0.5
-    fusion_confidence: float = 0.0  # per-search shift of the keyword weight toward the more confident side (engine/rank_fusion.py); 0 = off
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
-    score_bonus_coverage: float = 0.0  # × the share of the query's terms a memory holds (engine/rank_fusion.py); 0 = off
     score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
@@ -85,12 +83,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_weight_importance": (0.0, 1.0),
     "decay_tau_days": (0.01, 36_500),
     "fusion_keyword_weight": (0.0, 1.0),
-    "fusion_confidence": (0.0, 4.0),
     "candidate_pool_min": (1, 10_000),
     "score_bonus_speaker": (0.0, 1.0),
     "score_penalty_question": (0.0, 1.0),
     "score_bonus_time": (0.0, 1.0),
-    "score_bonus_coverage": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
     "keyword_feedback_weight": (0.0, 2.0),

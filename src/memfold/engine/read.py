@@ -24,7 +24,6 @@ from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
-from .rank_fusion import coverage_bonuses, fusion_weight
 from .rank_keywords import with_feedback
 from .records import index_text
 from .relevance import relevance, terms_held
@@ -176,17 +175,16 @@ class Retriever:
             vector = store.index.vector_search(user_id, qvec, want)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
-        kw_weight = fusion_weight(keyword, vector, pol)  # fusion_keyword_weight unless fusion_confidence
-        fused = fuse(keyword, vector, kw_weight)
+        fused = fuse(keyword, vector, pol.fusion_keyword_weight)
         if expand and pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side
-            fused = fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector, kw_weight)
+            fused = fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
+                         pol.fusion_keyword_weight)
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
         records = {r.id: r for r in store.index.get(user_id, list(fused))}
         now = now or utcnow()
         cues = query_cues(query, now, pol)
-        covered = coverage_bonuses(store.index, user_id, records, qset, pol)  # empty unless score_bonus_coverage
         hits: list[SearchHit] = []
         for mid, (sim, kpart, vpart) in fused.items():
             r = records.get(mid)
@@ -196,7 +194,7 @@ class Retriever:
                 continue
             if not include_episodic and r.file == EPISODIC:
                 continue
-            sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol) + covered.get(mid, 0.0)
+            sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol)
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.id))
