@@ -31,7 +31,7 @@ from memfold.eval.harness import Probe, eval_memory
 from memfold.text.terms import terms
 
 DEPTH = 1000  # candidates asked per side: every memory of a MADial user or a LoCoMo conversation
-WEIGHTS = [round(w, 2) for w in np.linspace(0.0, 1.0, 21)]
+WEIGHTS = [round(i / 20, 2) for i in range(21)]
 
 
 def _rank(ids: list[str], sources: dict[str, tuple[str, ...]], gold: str) -> int | None:
@@ -41,6 +41,10 @@ def _rank(ids: list[str], sources: dict[str, tuple[str, ...]], gold: str) -> int
 def _recall(order: list[str], sources: dict[str, tuple[str, ...]], gold: tuple[str, ...], k: int) -> float:
     found = {s for m in order[:k] for s in sources.get(m, ())}
     return len(set(gold) & found) / len(gold)
+
+
+def _median(ranks: list[int]) -> float | None:
+    return float(statistics.median(ranks)) if ranks else None
 
 
 def diagnose(mem: Memory, probes: list[Probe], k: int) -> dict[str, Any]:
@@ -77,7 +81,7 @@ def diagnose(mem: Memory, probes: list[Probe], k: int) -> dict[str, Any]:
     return {
         "probes": len(probes), "gold": sum(len(p.gold) for p in probes), "recall": float(np.mean(real)),
         "missed": len(missed), "where": dict(Counter(m["where"] for m in missed)),
-        "median_rank_of_missed": {side: statistics.median([m[side] for m in missed if m[side] is not None] or [0])
+        "median_rank_of_missed": {side: _median([m[side] for m in missed if m[side] is not None])
                                   for side in ("keyword_rank", "vector_rank", "final_rank")},
         "fusion_alone_at_default_weight": float(mean[at]),
         "best_fixed_weight": WEIGHTS[int(mean.argmax())], "fusion_at_best_fixed_weight": float(mean.max()),
