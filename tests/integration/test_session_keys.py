@@ -89,6 +89,9 @@ def test_cache_is_bounded(root: Path, monkeypatch: pytest.MonkeyPatch):
     """the keys of the least recently searched namespace go when the turns kept pass the bound; a
     namespace larger than the bound is not keyed (its search is the plain one)"""
     monkeypatch.setattr(rank_sessions, "CACHE", rank_sessions.KeyCache(max_rows=len(TRIP + BAKING + ASIDES) + 1))
+    reads: list[str] = []
+    real = rank_sessions.build
+    monkeypatch.setattr(rank_sessions, "build", lambda store, user, *a: reads.append(user) or real(store, user, *a))
     with Memory(root=root, embedder=HashEmbedder(), policy={**POLICY, "session_key_weight": 1.0}) as m:
         fill(m, "a")
         fill(m, "b")
@@ -96,6 +99,8 @@ def test_cache_is_bounded(root: Path, monkeypatch: pytest.MonkeyPatch):
         assert rank_sessions.CACHE.rows() == len(TRIP + BAKING + ASIDES)
         assert EVIDENCE in found(m, "b")  # "a" makes room for "b"
         assert rank_sessions.CACHE.rows() == len(TRIP + BAKING + ASIDES)
+        assert EVIDENCE in found(m, "b") and reads == ["a", "b"]  # kept: not read again
         m.add(day(28, ["one more turn", "and another"]), "a", infer=False)
         assert EVIDENCE not in found(m, "a")  # now too large to key: not lifted
-        assert rank_sessions.CACHE.rows() <= len(TRIP + BAKING + ASIDES) + 1
+        assert EVIDENCE not in found(m, "a") and reads == ["a", "b", "a"]  # "too large" is kept too
+        assert rank_sessions.CACHE.rows() == len(TRIP + BAKING + ASIDES)

@@ -17,7 +17,8 @@ terms, scored by BM25 over the namespace's sessions; the two are fused like the 
 The keys are derived in memory from the index's rows, once per namespace and change counter (any
 write rebuilds them at the next search: one read of the namespace's rows), and kept for at most
 ``CACHE_ROWS`` turns over all namespaces (least recently used first out); a namespace with more
-turns than that is not keyed, and an index without a change counter is never keyed."""
+turns than that is not keyed (also remembered per change counter: it is not read again until a
+write), and an index without a change counter is never keyed."""
 
 from __future__ import annotations
 
@@ -65,8 +66,13 @@ def group_key(source_session_id: str | None, created_at: Any) -> str:
     return f"s:{source_session_id}" if source_session_id else f"t:{created_at.isoformat()}"
 
 
-def build(store: UserStore, user_id: str, counter: int, max_rows: int) -> SessionKeys | None:
-    """The keys of a namespace from its stored rows; None when it has more than ``max_rows`` turns."""
+def unkeyed(counter: int) -> SessionKeys:
+    """No keys (no turns, or too many to key): remembered per change counter like keys are."""
+    return SessionKeys(counter, [], [], np.zeros((0, 0), np.float32), {}, np.zeros(0), {})
+
+
+def build(store: UserStore, user_id: str, counter: int, max_rows: int) -> SessionKeys:
+    """The keys of a namespace from its stored rows; none when it has more than ``max_rows`` turns."""
     groups: dict[str, list[tuple[str, np.ndarray, list[str]]]] = {}
     n = 0
     for it in store.index.iter_rows(user_id):
@@ -75,7 +81,7 @@ def build(store: UserStore, user_id: str, counter: int, max_rows: int) -> Sessio
             continue
         n += 1
         if n > max_rows:
-            return None
+            return unkeyed(counter)
         groups.setdefault(group_key(r.source_session_id, r.created_at), []).append(
             (r.id, np.asarray(it.vector, dtype=np.float32), terms(r.content)))
     parts: list[list[tuple[str, np.ndarray, list[str]]]] = []
@@ -98,7 +104,7 @@ def build(store: UserStore, user_id: str, counter: int, max_rows: int) -> Sessio
             postings.setdefault(t, []).append((g, c_))
         session_of.update((mid, g) for mid, _, _ in turns)
     if not parts:
-        return SessionKeys(counter, [], [], np.zeros((0, 0), np.float32), {}, np.zeros(0), {})
+        return unkeyed(counter)
     return SessionKeys(counter, members, vectors, np.stack(cents).astype(np.float32), postings,
                        np.asarray(lengths, dtype=np.float64), session_of)
 
@@ -131,10 +137,7 @@ class KeyCache:
                 per.move_to_end(user_id)
                 return keys
             per.pop(user_id, None)
-            keys = build(store, user_id, counter, self.max_rows)
-            if keys is None:
-                return None
-            per[user_id] = keys
+            keys = per[user_id] = build(store, user_id, counter, self.max_rows)
             self._evict(keep=(index, user_id))
             return keys
 
