@@ -52,7 +52,7 @@ class SessionKeys:
     members: list[list[str]]  # per session: its turn ids
     vectors: list[np.ndarray]  # per session: its turns' vectors (float16, rows as members)
     centroids: np.ndarray  # (sessions, dim), normalised
-    postings: dict[str, list[tuple[int, int]]]  # term -> (session, count)
+    postings: dict[str, tuple[np.ndarray, np.ndarray]]  # term -> (sessions, counts)
     lengths: np.ndarray  # terms per session document
     session_of: dict[str, int]
 
@@ -89,7 +89,7 @@ def build(store: UserStore, user_id: str, counter: int, max_rows: int) -> Sessio
         step = SEGMENT_TURNS if SEGMENT_TURNS > 0 else len(turns)
         parts.extend(turns[i:i + step] for i in range(0, len(turns), step))
     members, vectors, cents, lengths = [], [], [], []
-    postings: dict[str, list[tuple[int, int]]] = {}
+    postings: dict[str, list[tuple[int, int]]] = {}  # term -> (session, count), as arrays below
     session_of: dict[str, int] = {}
     for g, turns in enumerate(parts):
         mat = np.stack([v for _, v, _ in turns])
@@ -105,7 +105,9 @@ def build(store: UserStore, user_id: str, counter: int, max_rows: int) -> Sessio
         session_of.update((mid, g) for mid, _, _ in turns)
     if not parts:
         return unkeyed(counter)
-    return SessionKeys(counter, members, vectors, np.stack(cents).astype(np.float32), postings,
+    arrays = {t: (np.array([g for g, _ in p], dtype=np.int64), np.array([c for _, c in p], dtype=np.float64))
+              for t, p in postings.items()}
+    return SessionKeys(counter, members, vectors, np.stack(cents).astype(np.float32), arrays,
                        np.asarray(lengths, dtype=np.float64), session_of)
 
 
@@ -164,9 +166,9 @@ def session_scores(keys: SessionKeys, qterms: list[str], qvec: np.ndarray, keywo
         post = keys.postings.get(t)
         if not post:
             continue
-        idf = math.log(1.0 + (g - len(post) + 0.5) / (len(post) + 0.5))
-        for s, tf in post:
-            bm[s] += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * keys.lengths[s] / avg))
+        where, tf = post
+        idf = math.log(1.0 + (g - len(where) + 0.5) / (len(where) + 0.5))
+        bm[where] += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * keys.lengths[where] / avg))
     top = bm.max() if g else 0.0
     kw = bm / top if top > 0 else bm
     cos = keys.centroids @ qvec.astype(np.float32)
