@@ -39,7 +39,7 @@ from .store import UserStore
 SESSION_TOP = 3  # sessions whose turns gain
 PULL_PER_SESSION = 2  # turns of each such session pulled into the candidates
 LIFT_CANDIDATES = True  # the sessions' turns already among the candidates gain too
-SEGMENT_TURNS = 0  # > 0: a session is keyed in segments of this many consecutive turns
+SEGMENT_TURNS = 4  # a session is keyed in segments of this many consecutive turns (0: whole sessions)
 CACHE_ROWS = 40_000  # turns kept over all namespaces (their vectors as float16)
 BM25_K1, BM25_B = 1.2, 0.75
 
