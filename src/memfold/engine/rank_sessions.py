@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..index.vectors import one_blas_thread
 from ..models import EPISODIC
 from ..policy import Policy
 from ..text.terms import terms
@@ -40,7 +41,7 @@ SESSION_TOP = 3  # sessions whose turns gain
 PULL_PER_SESSION = 2  # turns of each such session pulled into the candidates
 LIFT_CANDIDATES = True  # the sessions' turns already among the candidates gain too
 SEGMENT_TURNS = 4  # a session is keyed in segments of this many consecutive turns (0: whole sessions)
-CACHE_ROWS = 40_000  # turns kept over all namespaces (their vectors as float16)
+CACHE_ROWS = 20_000  # turns kept over all namespaces (their vectors as float16); a larger namespace is not keyed
 BM25_K1, BM25_B = 1.2, 0.75
 
 Fused = dict[str, tuple[float, float, float]]
@@ -187,6 +188,12 @@ def session_lift(store: UserStore, user_id: str, qterms: list[str], qvec: np.nda
     keys = CACHE.get(store, user_id)
     if keys is None or len(keys.members) < 2:
         return fused
+    with one_blas_thread():  # small products: BLAS threads would only wait on each other (index/vectors.py)
+        return _lift(keys, qterms, qvec, fused, vector, pol, w)
+
+
+def _lift(keys: SessionKeys, qterms: list[str], qvec: np.ndarray, fused: Fused, vector: list[tuple[str, float]],
+          pol: Policy, w: float) -> Fused:
     scores = session_scores(keys, qterms, qvec, pol.fusion_keyword_weight)
     top = [int(g) for g in np.argsort(-scores, kind="stable")[:SESSION_TOP]]
     bonus = {g: w * float(scores[g]) for g in top}
