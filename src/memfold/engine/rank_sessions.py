@@ -13,6 +13,13 @@ A session is what groups conversation turns in the product: the episodic turns s
 time stamp (one ``add`` call, or one dated session of an imported conversation). Its keys need no
 new embedding: the mean of its turns' vectors (a centroid) and one keyword document of its turns'
 terms, scored by BM25 over the namespace's sessions; the two are fused like the turns' own scores.
+A long session is keyed in segments of ``SEGMENT_TURNS`` consecutive turns (a cheap stand-in for
+topic segments; it also bounds the turns a search scores to ``SESSION_TOP`` × ``SEGMENT_TURNS``).
+
+Off by default: measured in docs/benchmarks.md ("Issue 16, session keys"), this form gains on
+LoCoMo and LongMemEval and survives ``benchmarks/tune.py``'s cross-validation at 0.1, but not a
+cross-validation that includes the choice among the variants tried (segments, sessions kept,
+turns pulled), and every write makes the next search read the namespace again.
 
 The keys are derived in memory from the index's rows, once per namespace and change counter (any
 write rebuilds them at the next search: one read of the namespace's rows), and kept for at most
