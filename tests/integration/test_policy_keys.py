@@ -36,6 +36,7 @@ TESTED_ELSEWHERE = {
     "memory_tidy_percent": ("test_maintenance_tidy", "test_tidy_instruction_appears_when_memory_approaches_the_limit"),
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
+    "session_key_weight": ("test_session_keys", "test_key_session_key_weight"),
     "score_bonus_time": ("test_rank_cues", "test_key_score_bonus_time_in_chinese"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }

@@ -25,6 +25,7 @@ from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
+from .rank_sessions import session_lift
 from .records import index_text
 from .relevance import relevance, terms_held
 from .store import UserStore
@@ -179,6 +180,7 @@ class Retriever:
         if expand and pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side
             fused = fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
                          pol.fusion_keyword_weight)
+        fused = session_lift(store, user_id, qterms, qvec, fused, vector, pol)  # off at 0: unchanged
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
