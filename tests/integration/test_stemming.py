@@ -157,3 +157,20 @@ def test_the_rebuild_reports_progress_on_big_indexes(tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert "2/3" in err and "3/3" in err
     assert terms_version.refresh_sqlite(db, tmp_path / "x.db") == 0  # once
+
+
+def test_migrating_an_old_index_to_postgres_makes_its_terms_again(root: Path, pg_dsn: str,
+                                                                  embedder) -> None:  # type: ignore[no-untyped-def]
+    from memfold.engine.admin import migrate
+    from memfold.index.postgres import PostgresIndex
+
+    with Memory(root=root, embedder=embedder) as mem:
+        mem.add(LISBON, "u", infer=False)
+        path, dim = mem.index.path, mem.index.dim
+    _age_sqlite(path)  # the copy reads the file as it is, without opening (and rebuilding) it
+    migrate(load_settings(root), "postgres", pg_dsn)
+    ix = PostgresIndex(pg_dsn, dim=dim, embedder_name=embedder.name)
+    try:
+        assert len(ix.keyword_search("u", terms("where did I move?", query=True), 5)) == 1
+    finally:
+        ix.close()

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, MemoryIndexError
 from ..models import MemoryRecord
+from ..text.terms import fts_document, keyword_text
 from .base import Index, RowSource
 from .sqlite_rows import SqliteSource, checkpoint
 
@@ -88,7 +89,8 @@ def _copy_memories(source: RowSource, user_id: str, target: Index, dim: int,
         for i, row in enumerate(rows):
             rec = row.record
             vec = fresh[i] if fresh is not None else row.vector
-            terms = (row.terms or "") if rec.is_active else None  # archived rows have no terms, as in SQLite
+            # made again (not copied): a source written by an older memfold holds older terms (terms_version)
+            terms = fts_document(keyword_text(rec.content, rec.context)) if rec.is_active else None
             if vec is None and fresh is None:  # still waiting for it (write-ahead mode): it waits in the copy too
                 items.append(replace(row, vector=None, terms=terms, vector_later=True))
                 continue
