@@ -174,3 +174,20 @@ def test_migrating_an_old_index_to_postgres_makes_its_terms_again(root: Path, pg
         assert len(ix.keyword_search("u", terms("where did I move?", query=True), 5)) == 1
     finally:
         ix.close()
+
+
+def test_read_only_or_newer_terms_are_left_as_they_are_with_a_warning(tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    db.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES "
+                     "('seq', '3'); CREATE TABLE memories (rowid INTEGER PRIMARY KEY, content TEXT, context TEXT, "
+                     "terms TEXT, seq INTEGER); INSERT INTO memories VALUES (1, 'moving', '', 'mov', 1)")
+    with caplog.at_level("WARNING", logger="memfold"):
+        terms_version.check_read_only(db, tmp_path / "x.db")
+    assert "read-only" in caplog.text and "older memfold" in caplog.text
+    db.execute("INSERT INTO meta VALUES ('terms_version', ?)", (str(TERMS_VERSION + 1),))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="memfold"):
+        assert terms_version.refresh_sqlite(db, tmp_path / "x.db") == 0
+    assert "newer memfold" in caplog.text
+    assert db.execute("SELECT terms, seq FROM memories").fetchone() == ("mov", 1)  # not rebuilt downwards
