@@ -191,3 +191,21 @@ def test_read_only_or_newer_terms_are_left_as_they_are_with_a_warning(tmp_path: 
         assert terms_version.refresh_sqlite(db, tmp_path / "x.db") == 0
     assert "newer memfold" in caplog.text
     assert db.execute("SELECT terms, seq FROM memories").fetchone() == ("mov", 1)  # not rebuilt downwards
+
+
+def test_a_result_cached_before_the_rebuild_is_not_served_after(root: Path, embedder, redis_server,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:  # type: ignore[no-untyped-def]
+    settings = load_settings(root, cache={"backend": "redis", "url": redis_server.url})
+    with Memory(settings=settings, embedder=embedder) as mem:
+        mem.add(LISBON, "u", infer=False)
+        path = mem.index.path
+    _age_sqlite(path)
+    with monkeypatch.context() as m:
+        m.setattr(terms_version, "refresh_sqlite", lambda db, path: 0)  # an old memfold: reads the old terms
+        with Memory(settings=settings, embedder=embedder) as mem:
+            assert _found(mem, "where did I move?", "u") == []
+            assert mem.index.keyword_search("u", ["move"], 5) == []  # and the empty answer is cached
+    with Memory(settings=settings, embedder=embedder) as mem:  # rebuilt: the rows' counter moved on
+        assert len(mem.index.keyword_search("u", ["move"], 5)) == 1
+        assert _found(mem, "where did I move?", "u") == [LISBON]
