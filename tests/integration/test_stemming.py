@@ -33,6 +33,7 @@ def _found(mem: Memory, query: str, user: str) -> list[str]:
     ("bake", ["bakes", "baked", "baking"]), ("hop", ["hops", "hopped", "hopping"]),
     ("plan", ["plans", "planned", "planning"]), ("use", ["uses", "used", "using"]),
     ("try", ["tries", "tried", "trying"]), ("write", ["writes", "writing"]),
+    ("quick", ["quickly"]), ("hopeful", ["hopefully"]), ("serious", ["seriously"]),
 ])
 def test_inflections_make_one_term(word: str, forms: list[str]) -> None:
     assert {terms(f)[0] for f in [word, *forms]} == {word}

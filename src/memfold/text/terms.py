@@ -42,6 +42,7 @@ TERMS_VERSION = 2  # 2: inflections meet (moved/moving/moves -> move), Porter st
 _VOWELS = frozenset("aeiouy")
 _DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
 _LY_BEFORE = frozenset("cdeghkmnrt")  # quickly, lovely, friendly, monthly; not family, supply, butterfly
+_LY_AFTER = ("ally", "fully", "ously", "lessly")  # Porter2's -alli, -fulli, -ousli, -lessli
 _KEEP = frozenset("news always series species perhaps".split())
 _ING_IE = {"dying": "die", "lying": "lie", "tying": "tie"}
 
@@ -114,8 +115,8 @@ def _stem(word: str) -> str:
         if _has_vowel(word[:-3]):
             return _undo_ed_ing(word[:-3])  # sing, bring, spring stay
         return word
-    if word.endswith("ly") and len(word) >= 6 and (word[-3] in _LY_BEFORE or word.endswith("ally")):
-        return word[:-2]  # quickly -> quick, really -> real
+    if word.endswith("ly") and len(word) >= 6 and (word[-3] in _LY_BEFORE or word.endswith(_LY_AFTER)):
+        return word[:-2]  # quickly -> quick, really -> real, hopefully -> hopeful, seriously -> serious
     return word
 
 
