@@ -199,7 +199,7 @@ class Retriever:
             sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol)
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
-        hits.sort(key=lambda h: (-h.score, h.record.id))
+        hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
         hits = collapse_turn_copies(hits) if collapse_copies else hits
         hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score,
                                  terms_held(store.index, user_id, [h.record.id for h in hits[: k + k // 2]], qset))

@@ -14,7 +14,7 @@ import numpy as np
 from ..index.base import IndexItem
 from ..models import MemoryRecord, MemoryType
 from ..text import memory_markdown as md
-from ..text.terms import fts_document
+from ..text.terms import fts_document, keyword_text
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -108,7 +108,7 @@ def content_hash(r: MemoryRecord) -> str:
 
 def index_text(r: MemoryRecord) -> str:
     """The text that is keyword-indexed: the content plus its context."""
-    return f"{r.context}\n{r.content}" if r.context else r.content
+    return keyword_text(r.content, r.context)
 
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2} ")

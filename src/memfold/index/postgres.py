@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord
-from . import leases, pg_counter
+from . import leases, pg_counter, terms_version
 from .base import IndexItem
 from .pg_access import AccessQueue, PgAccess
 from .pg_pool import PgOptions, Pool
@@ -66,6 +66,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
         try:
             ensure_schema(conn, self.dim, self.embedder_name, (self.options.hnsw_m, self.options.hnsw_ef_construction))
             self._instance = pg_counter.install(conn)  # the change counter of caches (cache/)
+            terms_version.refresh_postgres(conn, self.where)  # terms of an older stemmer: made again
         finally:
             conn.close()
         self.pool = Pool(dsn, self.options)

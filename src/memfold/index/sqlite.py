@@ -5,7 +5,6 @@ terms and its float32 vector; both are searched in process (``KeywordIndex`` BM2
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 import threading
 import uuid
@@ -19,7 +18,7 @@ import numpy as np
 from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceError
 from ..models import HistoryEntry, MemoryRecord
 from ..workspace.files import FileLock
-from . import leases
+from . import leases, terms_version
 from .base import IndexItem
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_cache import SqliteCacheReads
@@ -28,8 +27,6 @@ from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures
 from .sqlite_tx import _read_only, _reason, _Tx
 from .vectors import EXACT_MAX
-
-log = logging.getLogger("memfold")
 
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 
@@ -72,6 +69,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
                 self._check_meta(embedder_name)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (uuid.uuid4().hex,))
                 instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
+                terms_version.refresh_sqlite(self._db, self.path)  # terms of an older stemmer: made again
             self._search = SearchStructures(self._db, self.path, instance, dim, vector_exact_max)
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
@@ -97,6 +95,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
                                        f"memfold needs {SCHEMA_VERSION}; the workspace is read-only, so it cannot "
                                        "be migrated here")
             self._check_meta(embedder_name)
+            terms_version.check_read_only(self._db, self.path)
             instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()
             self._search = SearchStructures(self._db, self.path, instance[0] if instance else "", self.dim,
                                             self.vector_exact_max)

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InvalidInputError, MemoryIndexError
 from ..models import HistoryEntry, MemoryRecord
 from ..text import forgetting
+from ..text.terms import TERMS_VERSION
 from .base import IndexItem
 from .rows import HISTORY_FIELDS, RECORD_FIELDS, FileState, RelationRow, StateDoc, history_from_row, record_from_row
 from .sqlite_schema import SCHEMA_VERSION
@@ -151,7 +152,10 @@ class SqlitePurge:
 
 class SqliteSource(SqliteRowReads):
     """A read-only view of an embedded index file: its embedder, dimension and rows. Writes nothing
-    (no schema, no WAL checkpoint, no search snapshot), checks no embedder."""
+    (no schema, no WAL checkpoint, no search snapshot), checks no embedder. ``terms_version``: that
+    of its stored keyword terms (``index/terms_version.py``; a copy makes older ones again)."""
+
+    terms_version = TERMS_VERSION
 
     def __init__(self, path: Path, db: sqlite3.Connection, embedder: str, dim: int):
         self.path, self._db, self.embedder, self.dim = Path(path), db, embedder, dim
@@ -174,7 +178,9 @@ class SqliteSource(SqliteRowReads):
         except BaseException:
             db.close()
             raise
-        return cls(Path(path), db, meta.get("embedder", ""), int(meta.get("dim", 0)))
+        source = cls(Path(path), db, meta.get("embedder", ""), int(meta.get("dim", 0)))
+        source.terms_version = int(meta.get("terms_version", 1))  # 1: written before terms had versions
+        return source
 
     def close(self) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, MemoryIndexError
 from ..models import MemoryRecord
+from ..text.terms import TERMS_VERSION, fts_document, keyword_text
 from .base import Index, RowSource
 from .sqlite_rows import SqliteSource, checkpoint
 
@@ -82,13 +83,15 @@ def copy_index(source: RowSource, target: Index, users: list[str] | None = None,
 def _copy_memories(source: RowSource, user_id: str, target: Index, dim: int,
                    reembed: Callable[[list[MemoryRecord]], np.ndarray] | None = None) -> int:
     n = 0
+    remake = getattr(source, "terms_version", TERMS_VERSION) < TERMS_VERSION  # older terms: made again
     for rows in _batches(source.iter_rows(user_id, batch=BATCH)):
         items = []
         fresh = reembed([r.record for r in rows]) if reembed is not None else None
         for i, row in enumerate(rows):
             rec = row.record
             vec = fresh[i] if fresh is not None else row.vector
-            terms = (row.terms or "") if rec.is_active else None  # archived rows have no terms, as in SQLite
+            terms = (fts_document(keyword_text(rec.content, rec.context)) if remake else (row.terms or "")) \
+                if rec.is_active else None  # archived rows have no terms, as in SQLite
             if vec is None and fresh is None:  # still waiting for it (write-ahead mode): it waits in the copy too
                 items.append(replace(row, vector=None, terms=terms, vector_later=True))
                 continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _CJK = (
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
@@ -33,24 +34,89 @@ ZH_STOP_CHARS = frozenset("的了吗呢吧啊呀哦嗯是在我你他她它们�
 ZH_QUERY_STOP = frozenset("的了吗呢吧啊呀哦嗯是什么哪怎谁为我你他她它们这那就也都还很")
 
 
+# Version of the terms this module makes: stored keyword terms of an older version are rebuilt
+# from their text when the index is opened (``index/terms_version.py``). Bump it with any change
+# to ``terms`` that changes a stored document.
+TERMS_VERSION = 2  # 2: inflections meet (moved/moving/moves -> move), Porter step 1 style
+
+_VOWELS = frozenset("aeiouy")
+_DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
+_LY_BEFORE = frozenset("cdeghkmnrt")  # quickly, lovely, friendly, monthly; not family, supply, butterfly
+_LY_AFTER = ("ally", "fully", "ously", "lessly")  # Porter2's -alli, -fulli, -ousli, -lessli
+_KEEP = frozenset("news always series species perhaps".split())
+_ING_IE = {"dying": "die", "lying": "lie", "tying": "tie"}
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(c in "aeiou" or (c == "y" and i > 0) for i, c in enumerate(stem))
+
+
+def _is_vowel(word: str, i: int) -> bool:
+    c = word[i]
+    return c in "aeiou" or (c == "y" and i > 0 and word[i - 1] not in _VOWELS)
+
+
+def _short(stem: str) -> bool:
+    """A short word (Porter2): no syllable after the first vowel-consonant pair, ending in a short
+    syllable (consonant-vowel-consonant, the last not w/x/y; or vowel-consonant at the start):
+    hop, mov, car, us; not cook, visit, open, fix."""
+    n = len(stem)
+    i = 0
+    while i < n and not _is_vowel(stem, i):
+        i += 1
+    while i < n and _is_vowel(stem, i):
+        i += 1
+    if i < n - 1:  # more after the first vowel-consonant pair: R1 is not empty
+        return False
+    if n == 2:
+        return _is_vowel(stem, 0) and not _is_vowel(stem, 1)
+    return (n >= 3 and not _is_vowel(stem, n - 3) and _is_vowel(stem, n - 2) and not _is_vowel(stem, n - 1)
+            and stem[-1] not in "wxy")
+
+
+def _undo_ed_ing(stem: str) -> str:
+    """What is left after -ed/-ing: restore a dropped e (moved -> move, hoping -> hope, created ->
+    create), undo a doubled consonant (planned -> plan, hopping -> hop)."""
+    if stem.endswith(("at", "bl", "iz")):
+        return stem + "e"
+    if stem.endswith(_DOUBLES):
+        return stem[:-1]
+    if _short(stem):
+        return stem + "e"
+    return stem
+
+
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A small suffix stripper: plural, -ing, -ed, -ly. Same function at index and query time."""
-    if len(word) <= 3 or not word.isascii():
+    """Inflections of an English word to one term (plural, -ed, -ing, some -ly), Porter step 1 style:
+    move/moves/moved/moving -> move, care/caring -> care (car stays car), hop/hopping -> hop,
+    hope/hoping -> hope. Same function at index and query time; other scripts pass through."""
+    if len(word) <= 3 or not word.isascii() or word in _KEEP:
         return word
-    for suffix, min_len in (("ies", 5), ("sses", 6), ("ing", 6), ("ed", 5), ("ly", 6), ("es", 5), ("s", 4)):
-        if word.endswith(suffix) and len(word) >= min_len:
-            if suffix == "ies":
-                return word[:-3] + "y"
-            if suffix == "sses":
-                return word[:-2]
-            if suffix == "es" and not word.endswith(("ches", "shes", "xes", "zes", "oes")):
-                return word[:-1]
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
-                return word
-            stem = word[: -len(suffix)]
-            if suffix in ("ing", "ed") and len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
-                stem = stem[:-1]  # running -> run, planned -> plan
-            return stem
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith(("ies", "ied")):
+        return word[:-3] + ("y" if len(word) > 4 else "ie")  # ponies -> pony, tried -> try, dies -> die
+    if word.endswith("es") and len(word) >= 5:
+        if word.endswith(("ches", "shes", "xes", "zes")) or (word.endswith("oes") and len(word) >= 6):
+            return word[:-2]  # churches, wishes, boxes, heroes (shoes -> shoe)
+        return word[:-1]  # moves -> move, houses -> house
+    if word.endswith("s"):
+        if word.endswith(("ss", "us", "is")) or not _has_vowel(word[:-2]):
+            return word  # glass, bus, analysis, yes
+        return word[:-1]
+    if word.endswith("eed"):
+        return word[:-1] if len(word) > 5 and _has_vowel(word[:-3]) else word  # agreed -> agree; need, speed
+    if word.endswith("ed") and _has_vowel(word[:-2]):  # used -> use; shed stays
+        return _undo_ed_ing(word[:-2])
+    if word.endswith("ing") and len(word) >= 5:
+        if word in _ING_IE:
+            return _ING_IE[word]
+        if _has_vowel(word[:-3]):
+            return _undo_ed_ing(word[:-3])  # sing, bring, spring stay
+        return word
+    if word.endswith("ly") and len(word) >= 6 and (word[-3] in _LY_BEFORE or word.endswith(_LY_AFTER)):
+        return word[:-2]  # quickly -> quick, really -> real, hopefully -> hopeful, seriously -> serious
     return word
 
 
@@ -81,6 +147,11 @@ def terms(text: str, *, query: bool = False) -> list[str]:
                 continue
             out.append(_stem(tok))
     return out
+
+
+def keyword_text(content: str, context: str = "") -> str:
+    """The text of a memory that is keyword-indexed: its context (if any), then its content."""
+    return f"{context}\n{content}" if context else content
 
 
 def fts_document(text: str) -> str:
