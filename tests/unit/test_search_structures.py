@@ -44,6 +44,11 @@ def _same_keyword_results(k: KeywordIndex, corpus: dict[str, str], rng: random.R
         want = _bm25(corpus, query)
         assert got.keys() == want.keys()
         assert all(got[m] == pytest.approx(want[m], rel=1e-5) for m in want)
+    # each row's terms as the index holds them (the keyword feedback reads them instead of tokenising)
+    some = rng.sample(sorted(corpus), min(6, len(corpus))) + ["gone"]
+    held = k.doc_terms(some)
+    assert held.keys() == set(some) - {"gone"}
+    assert all(Counter(held[m]) == Counter(corpus[m].split()) for m in held)
 
 
 def test_keyword_index_folds_its_delta_and_compacts_dead_slots(monkeypatch) -> None:
@@ -89,6 +94,22 @@ def test_keyword_index_folds_its_delta_and_compacts_dead_slots(monkeypatch) -> N
     assert k.footprint()["slots"] <= 2 * len(corpus) + 8 + 1
 
 
+def test_keyword_index_snapshot_state_round_trip() -> None:
+    """A snapshot's arrays give the same searches and row terms, also one cut before the per-row term
+    frequencies were stored (they are derived from the postings then)."""
+    rng = random.Random(11)
+    corpus = {f"m{i}": " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) for i in range(40)}
+    k = KeywordIndex()
+    k.upsert(list(corpus)[:20], list(corpus.values())[:20])
+    k.upsert(list(corpus)[20:], list(corpus.values())[20:])  # a delta, folded by ``state``
+    state = k.state()
+    old_format = {name: arr for name, arr in state.items() if name != "k_s_tf"}
+    for st in (state, old_format):
+        again = KeywordIndex.from_state(st)
+        _same_keyword_results(again, corpus, rng)
+        assert np.array_equal(again.s_tf, k.s_tf)
+
+
 def _same_vector_results(v: VectorMatrix, rows: dict[str, np.ndarray], rng: np.random.Generator) -> None:
     assert len(v) == len(rows)
     ids = list(rows)
@@ -132,3 +153,20 @@ def test_vector_matrix_compacts_dead_rows(monkeypatch) -> None:
         rows[mid] = _unit(rng, dim)
         v.upsert([mid], rows[mid][None, :])
     _same_vector_results(v, rows, rng)
+
+
+def test_keyword_index_row_terms_after_the_vocabulary_is_renumbered(monkeypatch) -> None:
+    """Compaction drops unused terms and renumbers the rest; new terms then refill the vocabulary to
+    its old size: a row's terms must still be read through the new numbering."""
+    monkeypatch.setattr(KeywordIndex, "COMPACT_MIN_DEAD", 2)
+    k = KeywordIndex()
+    k.upsert(["a", "b", "c", "d", "e", "f"], ["apple river", "stone cloud", "violin tiger", "copper lantern",
+                                             "meadow rocket", "apple stone"])
+    assert k.doc_terms(["a"]) == {"a": ["apple", "river"]}  # the term list is built
+    k.remove(["b", "c", "d", "e"])  # compacted: cloud, violin, tiger, copper, lantern, meadow, rocket leave
+    k.upsert(["g", "h"], ["harbor pepper glacier canyon orchid falcon marble", "velvet"])
+    assert len(k.vocab) > 3
+    held = k.doc_terms(["a", "f", "g", "h"])
+    assert {m: sorted(t) for m, t in held.items()} == {
+        "a": ["apple", "river"], "f": ["apple", "stone"],
+        "g": sorted("harbor pepper glacier canyon orchid falcon marble".split()), "h": ["velvet"]}

@@ -56,6 +56,18 @@ def doc_terms(text: str) -> list[str]:
     return list(_doc_terms(text))
 
 
+def held_doc_terms(store: UserStore, user_id: str, ids: list[str]) -> dict[str, list[str]]:
+    """The keyword terms of the rows ``ids`` (those that exist), in the order of ``ids``: from the
+    index's in-process keyword index where it keeps one (SQLite; the terms stored when the row was
+    written, so nothing is tokenised again), else from the rows' indexed text."""
+    fn = getattr(store.index, "doc_terms", None)
+    held: dict[str, list[str]] = fn(user_id, ids) if callable(fn) else {}
+    missing = [m for m in ids if m not in held]
+    if missing:  # not keyword-searchable (archived rows), or a backend without the terms in process
+        held.update((r.id, doc_terms(index_text(r))) for r in store.index.get(user_id, missing))
+    return {m: held[m] for m in ids if m in held}
+
+
 def feedback_terms(top: Sequence[list[str]], pool: Sequence[list[str]], asked: set[str], n: int) -> list[str]:
     """The ``n`` terms of the feedback documents ``top`` (best first) that say most: each document's
     term share, weighted by its rank, times an idf over the candidate ``pool``; query terms excluded."""
@@ -82,8 +94,7 @@ def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str],
     if pol.keyword_feedback_weight <= 0 or not fused or last_line_terms(query):
         return keyword
     order = sorted(fused, key=lambda m: (-fused[m][0], m))[:FEEDBACK_POOL]
-    records = {r.id: r for r in store.index.get(user_id, order)}
-    docs = {mid: doc_terms(index_text(r)) for mid, r in records.items()}
+    docs = held_doc_terms(store, user_id, order)
     top = [docs[m] for m in order if m in docs][:FEEDBACK_DOCS]
     extra = feedback_terms(top, list(docs.values()), set(qterms), FEEDBACK_TERMS)
     if not extra:

@@ -324,6 +324,11 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
         with self._lock:
             return self._search.keyword_index(user_id).terms_held(ids, terms)
 
+    def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The keyword terms of each keyword-searchable row of ``ids`` (others: left out), from memory."""
+        with self._lock:
+            return self._search.keyword_index(user_id).doc_terms(ids)
+
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with self._lock:
             return self._search.matrix(user_id).search(vector, limit)
