@@ -260,9 +260,9 @@ class KeywordIndex:
             out[mid] = len(wanted.intersection(self._terms_of(s).tolist())) if wanted else 0
         return out
 
-    def doc_terms(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        """For each of ``ids`` in the index, its document's terms (each as often as it occurs; in term-id
-        order, not the text's): what tokenising the row's indexed text gives, without tokenising it."""
+    def doc_terms(self, ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """For each of ``ids`` in the index, its document's terms with their counts (in term-id order,
+        not the text's): what tokenising the row's indexed text gives, without tokenising it."""
         words = self._words
         if words is None or len(words) != len(self.vocab):
             if words is None or len(words) > len(self.vocab):
@@ -280,7 +280,7 @@ class KeywordIndex:
                 tids, tfs = self.s_tid[a:b], self.s_tf[a:b]
             else:
                 tids, tfs = self.d_terms[s]
-            out[mid] = [words[t] for t, c in zip(tids.tolist(), tfs.tolist()) for _ in range(int(c))]
+            out[mid] = dict(zip(map(words.__getitem__, tids.tolist()), tfs.astype(np.int64).tolist()))
         return out
 
     def _delta_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -324,8 +324,8 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
         with self._lock:
             return self._search.keyword_index(user_id).terms_held(ids, terms)
 
-    def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, list[str]]:
-        """The keyword terms of each keyword-searchable row of ``ids`` (others: left out), from memory."""
+    def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """The keyword terms (with counts) of each keyword-searchable row of ``ids`` (others: left out)."""
         with self._lock:
             return self._search.keyword_index(user_id).doc_terms(ids)
 
