@@ -11,8 +11,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from memfold.index.keywords import K1, B, KeywordIndex
-from memfold.index.vectors import VectorMatrix
+from memfold.index.keywords import K1, B, KeywordIndex, best_positions
+from memfold.index.vectors import VectorMatrix, best_set
 
 WORDS = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier canyon orchid "
          "falcon marble velvet thunder bamboo saddle comet walnut ember prism quartz").split()
@@ -169,3 +169,25 @@ def test_keyword_index_row_terms_after_the_vocabulary_is_renumbered(monkeypatch)
     held = k.doc_terms(["a", "f", "g", "h"])
     assert held == {"a": {"apple": 1, "river": 1}, "f": {"apple": 1, "stone": 1},
                     "g": dict.fromkeys("harbor pepper glacier canyon orchid falcon marble".split(), 1), "h": {"velvet": 1}}
+
+
+def test_best_set_is_what_argpartition_picks() -> None:
+    """The vector shortlist's selection: the same rows as ``argpartition`` of all the scores, on long
+    arrays of distinct values, with dead rows (-inf), and with ties at the cut (then it is argpartition)."""
+    rng = np.random.default_rng(5)
+    for n, c in ((50_000, 1000), (40_000, 1000), (5_000, 1000), (100_000, 200)):
+        vals = rng.standard_normal(n).astype(np.float32)
+        vals[rng.choice(n, n // 10, replace=False)] = -np.inf
+        assert np.array_equal(np.sort(best_set(vals, c)), np.sort(np.argpartition(-vals, c - 1)[:c]))
+    tied = np.round(rng.standard_normal(60_000), 1).astype(np.float32)  # many values tied at the cut
+    assert np.array_equal(best_set(tied, 1000), np.argpartition(-tied, 999)[:1000])
+
+
+def test_best_positions_ranks_ties_by_position() -> None:
+    """The keyword candidates' selection: the ``limit`` best scores, best first, equal scores by position
+    (the slot: insertion order), on long arrays full of ties as BM25 over common terms gives them."""
+    rng = np.random.default_rng(9)
+    for n, limit in ((30_000, 20), (200, 20), (5_000, 40), (30_000, 1)):
+        vals = rng.integers(0, 60, n).astype(np.float64)  # hundreds of rows tied at the top
+        want = sorted(range(n), key=lambda i: (-vals[i], i))[:limit]
+        assert best_positions(vals, limit).tolist() == want
