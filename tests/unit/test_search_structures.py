@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from memfold.index.keywords import K1, B, KeywordIndex, best_positions
+from memfold.index.keywords import K1, B, KeywordIndex, best_positions, bm25_weights
 from memfold.index.vectors import VectorMatrix, best_set
 
 WORDS = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier canyon orchid "
@@ -191,3 +191,15 @@ def test_best_positions_ranks_ties_by_position() -> None:
         vals = rng.integers(0, 60, n).astype(np.float64)  # hundreds of rows tied at the top
         want = sorted(range(n), key=lambda i: (-vals[i], i))[:limit]
         assert best_positions(vals, limit).tolist() == want
+
+
+def test_bm25_weights_are_the_formula_to_the_bit() -> None:
+    """The in-place weighting gives exactly the bits of the formula written out (scores and their ties
+    do not move)."""
+    rng = np.random.default_rng(3)
+    tf = rng.integers(1, 5, 5000).astype(np.float64)
+    dl = rng.integers(1, 60, 5000).astype(np.float64)
+    idf = rng.uniform(0.1, 9.0, 5000)
+    for i in (idf, 2.345678):
+        want = i * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / 17.3))
+        assert np.array_equal(bm25_weights(tf, dl, 17.3, i), want)

@@ -22,7 +22,18 @@ K1, B = 1.2, 0.75
 
 
 def bm25_weights(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf: float | np.ndarray) -> np.ndarray:
-    return idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+    """idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · dl / avgdl)), operation by operation as written
+    (the same bits), in two arrays instead of seven temporaries (a search weighs up to hundreds of
+    thousands of postings at 100k rows)."""
+    w = np.multiply(idf, tf)
+    w *= K1 + 1.0
+    den = np.multiply(dl, B)
+    den /= avgdl
+    den += 1.0 - B
+    den *= K1
+    den += tf
+    w /= den
+    return w
 
 
 def idf_of(n: int, df: int) -> float:
@@ -345,9 +356,9 @@ class KeywordIndex:
                 sizes.append(size)
         if not slot_parts:
             return []
-        slots = np.concatenate(slot_parts).astype(np.int64, copy=False)
+        slots = np.concatenate(slot_parts, dtype=np.int64)
         idf = np.repeat(np.array(idfs, dtype=np.float64), sizes)
-        weights = bm25_weights(np.concatenate(tf_parts).astype(np.float64), self.dl[slots], avgdl, idf)
+        weights = bm25_weights(np.concatenate(tf_parts, dtype=np.float64), self.dl[slots], avgdl, idf)
         scores = np.bincount(slots, weights=weights, minlength=self.n)
         if self.live != self.n:
             scores[~self.alive[: self.n]] = 0.0
