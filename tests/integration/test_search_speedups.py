@@ -74,6 +74,31 @@ def test_search_with_index_terms_ranks_as_tokenising_does(tmp_path: Path, monkey
     assert any(hits for hits, _ in fast.values()) and fast["xyzzy"][0] == []
 
 
+def test_keyword_feedback_with_index_terms_ranks_as_tokenising_does(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feedback's documents are the rows' terms held by the keyword index (no row read, nothing
+    tokenised); archived rows (not keyword-searchable) are read and tokenised: the same ranking."""
+    queries = ["violin lesson", "who studied in the garden?", "拿铁咖啡", "running club Berlin", "chess"]
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder(), policy={"keyword_feedback_weight": 0.3}) as m:
+        m.add([{"role": "user", "content": t} for t in _texts(300, seed=5)], "u", infer=False)
+        for h in m.search("chess club", "u", limit=2, record_access=False):
+            m.delete(h.record.id, "u")  # archived rows: their text is tokenised
+        held: list[int] = []
+        real = SqliteIndex.doc_terms
+
+        def counted(self, user_id, ids):  # noqa: ANN001
+            got = real(self, user_id, ids)
+            held.append(len(got))
+            return got
+
+        monkeypatch.setattr(SqliteIndex, "doc_terms", counted)
+        fast = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
+        assert sum(held) > 0
+        monkeypatch.delattr(SqliteIndex, "doc_terms")  # the long way: every feedback row read and tokenised
+        slow = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
+    assert fast == slow
+
+
 def test_rows_read_as_the_constructor_makes_them() -> None:
     row = ("id1", "u", None, "event", "Peggy went to a concert.", "ctx", '{"role": "user", "n": 2}', '["a", "b"]',
            None, "", "2026-11-25T11:42:10+00:00", "2026-11-25T11:42:10", 0.3, 1.0, 4, None, 1, None)
