@@ -302,7 +302,7 @@ class KeywordIndex:
             else:  # new terms only: ids are handed out in order
                 words.extend(islice(self.vocab, len(words), None))
             self._words = words
-        out: dict[str, list[str]] = {}
+        out: dict[str, dict[str, int]] = {}
         for mid in ids:
             s = self.pos.get(mid)
             if s is None or not self.alive[s]:
