@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_info
 from memfold import Memory
 from memfold.index.keywords import KeywordIndex
 from memfold.index.rows import RECORD_FIELDS, record_from_row
-from memfold.index.sqlite import SqliteIndex
+from memfold.index.sqlite_search import SqliteTermReads
 from memfold.index.vectors import VectorMatrix, one_blas_thread
 from memfold.models import MemoryRecord
 from memfold.text.terms import fts_document, terms
@@ -58,20 +58,45 @@ def test_search_with_index_terms_ranks_as_tokenising_does(tmp_path: Path, monkey
         archived = m.search("chess club", "u", limit=3, record_access=False)
         m.delete(archived[0].record.id, "u")  # an archived row: not keyword-searchable, its text is tokenised
         calls: list[int] = []
-        real = SqliteIndex.terms_held
+        real = SqliteTermReads.terms_held
 
         def counted(self, user_id, ids, qterms):  # noqa: ANN001
             got = real(self, user_id, ids, qterms)
             calls.append(len(got))
             return got
 
-        monkeypatch.setattr(SqliteIndex, "terms_held", counted)
+        monkeypatch.setattr(SqliteTermReads, "terms_held", counted)
         fast = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
         assert sum(calls) > 0  # the index answered for its rows
-        monkeypatch.delattr(SqliteIndex, "terms_held")  # the long way: every hit's text tokenised
+        monkeypatch.delattr(SqliteTermReads, "terms_held")  # the long way: every hit's text tokenised
         slow = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
     assert fast == slow
     assert any(hits for hits, _ in fast.values()) and fast["xyzzy"][0] == []
+
+
+def test_keyword_feedback_with_index_terms_ranks_as_tokenising_does(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feedback's documents are the rows' terms held by the keyword index (no row read, nothing
+    tokenised); archived rows (not keyword-searchable) are read and tokenised: the same ranking."""
+    queries = ["violin lesson", "who studied in the garden?", "拿铁咖啡", "running club Berlin", "chess"]
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder(), policy={"keyword_feedback_weight": 0.3}) as m:
+        m.add([{"role": "user", "content": t} for t in _texts(300, seed=5)], "u", infer=False)
+        for h in m.search("chess club", "u", limit=2, record_access=False):
+            m.delete(h.record.id, "u")  # archived rows: their text is tokenised
+        held: list[int] = []
+        real = SqliteTermReads.doc_terms
+
+        def counted(self, user_id, ids):  # noqa: ANN001
+            got = real(self, user_id, ids)
+            held.append(len(got))
+            return got
+
+        monkeypatch.setattr(SqliteTermReads, "doc_terms", counted)
+        fast = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
+        assert sum(held) > 0
+        monkeypatch.delattr(SqliteTermReads, "doc_terms")  # the long way: every feedback row read and tokenised
+        slow = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
+    assert fast == slow
 
 
 def test_rows_read_as_the_constructor_makes_them() -> None:

@@ -11,8 +11,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from memfold.index.keywords import K1, B, KeywordIndex
-from memfold.index.vectors import VectorMatrix
+from memfold.index.keywords import K1, B, KeywordIndex, best_positions, bm25_weights
+from memfold.index.vectors import VectorMatrix, best_set
 
 WORDS = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier canyon orchid "
          "falcon marble velvet thunder bamboo saddle comet walnut ember prism quartz").split()
@@ -44,6 +44,11 @@ def _same_keyword_results(k: KeywordIndex, corpus: dict[str, str], rng: random.R
         want = _bm25(corpus, query)
         assert got.keys() == want.keys()
         assert all(got[m] == pytest.approx(want[m], rel=1e-5) for m in want)
+    # each row's terms as the index holds them (the keyword feedback reads them instead of tokenising)
+    some = rng.sample(sorted(corpus), min(6, len(corpus))) + ["gone"]
+    held = k.doc_terms(some)
+    assert held.keys() == set(some) - {"gone"}
+    assert all(held[m] == Counter(corpus[m].split()) for m in held)
 
 
 def test_keyword_index_folds_its_delta_and_compacts_dead_slots(monkeypatch) -> None:
@@ -89,6 +94,22 @@ def test_keyword_index_folds_its_delta_and_compacts_dead_slots(monkeypatch) -> N
     assert k.footprint()["slots"] <= 2 * len(corpus) + 8 + 1
 
 
+def test_keyword_index_snapshot_state_round_trip() -> None:
+    """A snapshot's arrays give the same searches and row terms, also one cut before the per-row term
+    frequencies were stored (they are derived from the postings then)."""
+    rng = random.Random(11)
+    corpus = {f"m{i}": " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) for i in range(40)}
+    k = KeywordIndex()
+    k.upsert(list(corpus)[:20], list(corpus.values())[:20])
+    k.upsert(list(corpus)[20:], list(corpus.values())[20:])  # a delta, folded by ``state``
+    state = k.state()
+    old_format = {name: arr for name, arr in state.items() if name != "k_s_tf"}
+    for st in (state, old_format):
+        again = KeywordIndex.from_state(st)
+        _same_keyword_results(again, corpus, rng)
+        assert np.array_equal(again.s_tf, k.s_tf)
+
+
 def _same_vector_results(v: VectorMatrix, rows: dict[str, np.ndarray], rng: np.random.Generator) -> None:
     assert len(v) == len(rows)
     ids = list(rows)
@@ -132,3 +153,53 @@ def test_vector_matrix_compacts_dead_rows(monkeypatch) -> None:
         rows[mid] = _unit(rng, dim)
         v.upsert([mid], rows[mid][None, :])
     _same_vector_results(v, rows, rng)
+
+
+def test_keyword_index_row_terms_after_the_vocabulary_is_renumbered(monkeypatch) -> None:
+    """Compaction drops unused terms and renumbers the rest; new terms then refill the vocabulary to
+    its old size: a row's terms must still be read through the new numbering."""
+    monkeypatch.setattr(KeywordIndex, "COMPACT_MIN_DEAD", 2)
+    k = KeywordIndex()
+    k.upsert(["a", "b", "c", "d", "e", "f"], ["apple river", "stone cloud", "violin tiger", "copper lantern",
+                                             "meadow rocket", "apple stone"])
+    assert k.doc_terms(["a"]) == {"a": {"apple": 1, "river": 1}}  # the term list is built
+    k.remove(["b", "c", "d", "e"])  # compacted: cloud, violin, tiger, copper, lantern, meadow, rocket leave
+    k.upsert(["g", "h"], ["harbor pepper glacier canyon orchid falcon marble", "velvet"])
+    assert len(k.vocab) > 3
+    held = k.doc_terms(["a", "f", "g", "h"])
+    assert held == {"a": {"apple": 1, "river": 1}, "f": {"apple": 1, "stone": 1},
+                    "g": dict.fromkeys("harbor pepper glacier canyon orchid falcon marble".split(), 1), "h": {"velvet": 1}}
+
+
+def test_best_set_is_what_argpartition_picks() -> None:
+    """The vector shortlist's selection: the same rows as ``argpartition`` of all the scores, on long
+    arrays of distinct values, with dead rows (-inf), and with ties at the cut (then it is argpartition)."""
+    rng = np.random.default_rng(5)
+    for n, c in ((50_000, 1000), (40_000, 1000), (5_000, 1000), (100_000, 200)):
+        vals = rng.standard_normal(n).astype(np.float32)
+        vals[rng.choice(n, n // 10, replace=False)] = -np.inf
+        assert np.array_equal(np.sort(best_set(vals, c)), np.sort(np.argpartition(-vals, c - 1)[:c]))
+    tied = np.round(rng.standard_normal(60_000), 1).astype(np.float32)  # many values tied at the cut
+    assert np.array_equal(best_set(tied, 1000), np.argpartition(-tied, 999)[:1000])
+
+
+def test_best_positions_ranks_ties_by_position() -> None:
+    """The keyword candidates' selection: the ``limit`` best scores, best first, equal scores by position
+    (the slot: insertion order), on long arrays full of ties as BM25 over common terms gives them."""
+    rng = np.random.default_rng(9)
+    for n, limit in ((30_000, 20), (200, 20), (5_000, 40), (30_000, 1)):
+        vals = rng.integers(0, 60, n).astype(np.float64)  # hundreds of rows tied at the top
+        want = sorted(range(n), key=lambda i: (-vals[i], i))[:limit]
+        assert best_positions(vals, limit).tolist() == want
+
+
+def test_bm25_weights_are_the_formula_to_the_bit() -> None:
+    """The in-place weighting gives exactly the bits of the formula written out (scores and their ties
+    do not move)."""
+    rng = np.random.default_rng(3)
+    tf = rng.integers(1, 5, 5000).astype(np.float64)
+    dl = rng.integers(1, 60, 5000).astype(np.float64)
+    idf = rng.uniform(0.1, 9.0, 5000)
+    for i in (idf, 2.345678):
+        want = i * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / 17.3))
+        assert np.array_equal(bm25_weights(tf, dl, 17.3, i), want)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from ..policy import Policy
@@ -41,37 +41,56 @@ def add_scores(base: Ranked, extra: Ranked, weight: float) -> Ranked:
 
 def last_line_terms(query: str) -> list[str]:
     """The query terms of the last line that has any, when the query has at least two such lines."""
-    lines = [t for t in (terms(ln, query=True) for ln in query.splitlines()) if t]
+    split = query.splitlines()
+    if len(split) < 2:  # a question of one line: nothing to tokenise
+        return []
+    lines = [t for t in (terms(ln, query=True) for ln in split) if t]
     return lines[-1] if len(lines) >= 2 else []
 
 
+TermCounts = Mapping[str, int]
+
 
 @lru_cache(maxsize=1024)
-def _doc_terms(text: str) -> tuple[str, ...]:
-    return tuple(terms(text))
+def _doc_terms(text: str) -> tuple[tuple[str, int], ...]:
+    return tuple(Counter(terms(text)).items())
 
 
-def doc_terms(text: str) -> list[str]:
-    """A memory's keyword terms; the same texts come back query after query (a bounded cache: 1,024 texts)."""
-    return list(_doc_terms(text))
+def doc_terms(text: str) -> dict[str, int]:
+    """A memory's keyword terms with their counts; the same texts come back query after query (a
+    bounded cache: 1,024 texts)."""
+    return dict(_doc_terms(text))
 
 
-def feedback_terms(top: Sequence[list[str]], pool: Sequence[list[str]], asked: set[str], n: int) -> list[str]:
-    """The ``n`` terms of the feedback documents ``top`` (best first) that say most: each document's
-    term share, weighted by its rank, times an idf over the candidate ``pool``; query terms excluded."""
+def held_doc_terms(store: UserStore, user_id: str, ids: list[str]) -> dict[str, TermCounts]:
+    """The keyword terms (with counts) of the rows ``ids`` that exist, in the order of ``ids``: from
+    the index's in-process keyword index where it keeps one (SQLite; the terms stored when the row
+    was written, so nothing is tokenised again and no row is read), else from the rows' indexed text."""
+    fn = getattr(store.index, "doc_terms", None)
+    held: dict[str, TermCounts] = fn(user_id, ids) if callable(fn) else {}
+    missing = [m for m in ids if m not in held]
+    if missing:  # not keyword-searchable (archived rows), or a backend without the terms in process
+        held.update((r.id, doc_terms(index_text(r))) for r in store.index.get(user_id, missing))
+    return {m: held[m] for m in ids if m in held}
+
+
+def feedback_terms(top: Sequence[TermCounts], pool: Sequence[TermCounts], asked: set[str], n: int) -> list[str]:
+    """The ``n`` terms of the feedback documents ``top`` (best first; each its terms with their counts)
+    that say most: each document's term share, weighted by its rank, times an idf over the candidate
+    ``pool``; query terms excluded."""
     df: Counter[str] = Counter()
     for doc in pool:
-        df.update(set(doc))
+        df.update(doc.keys())
     size = max(len(pool), 1)
     weight: dict[str, float] = {}
     for rank, doc in enumerate(top):
         if not doc:
             continue
-        tf = Counter(doc)
-        for t, c in tf.items():
+        length = sum(doc.values())
+        for t, c in doc.items():
             if t in asked or len(t) < 2:
                 continue
-            weight[t] = weight.get(t, 0.0) + (c / len(doc)) / (rank + 1) * math.log1p(size / df.get(t, 1))
+            weight[t] = weight.get(t, 0.0) + (c / length) / (rank + 1) * math.log1p(size / df.get(t, 1))
     return [t for t, _ in sorted(weight.items(), key=lambda x: (-x[1], x[0]))[:n]]
 
 
@@ -82,8 +101,7 @@ def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str],
     if pol.keyword_feedback_weight <= 0 or not fused or last_line_terms(query):
         return keyword
     order = sorted(fused, key=lambda m: (-fused[m][0], m))[:FEEDBACK_POOL]
-    records = {r.id: r for r in store.index.get(user_id, order)}
-    docs = {mid: doc_terms(index_text(r)) for mid, r in records.items()}
+    docs = held_doc_terms(store, user_id, order)
     top = [docs[m] for m in order if m in docs][:FEEDBACK_DOCS]
     extra = feedback_terms(top, list(docs.values()), set(qterms), FEEDBACK_TERMS)
     if not extra:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 import numpy as np
 
@@ -111,11 +112,17 @@ def is_question(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
+@lru_cache(maxsize=4096)
+def speaker_terms(name: str) -> frozenset[str]:
+    """A speaker's name as terms (a conversation's few names come back with every candidate turn)."""
+    return frozenset(terms(name))
+
+
 def adjustment(r: MemoryRecord, qterms: set[str], pol: Policy) -> float:
     """Query-aware change of a candidate's similarity: speaker named by the query, question turns."""
     delta = 0.0
     speaker = r.structured_data.get("speaker")
-    if pol.score_bonus_speaker and isinstance(speaker, str) and qterms & set(terms(speaker)):
+    if pol.score_bonus_speaker and isinstance(speaker, str) and not qterms.isdisjoint(speaker_terms(speaker)):
         delta += pol.score_bonus_speaker
     if pol.score_penalty_question and is_question(r.content):
         delta -= pol.score_penalty_question

@@ -14,19 +14,51 @@ removed row leaves its slot dead (masked at scoring) and dead slots are compacte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 
 K1, B = 1.2, 0.75
 
 
-def bm25_weights(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf: float) -> np.ndarray:
-    return idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+def bm25_weights(tf: np.ndarray, dl: np.ndarray, avgdl: float, idf: float | np.ndarray) -> np.ndarray:
+    """idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · dl / avgdl)), operation by operation as written
+    (the same bits), in two arrays instead of seven temporaries (a search weighs up to hundreds of
+    thousands of postings at 100k rows)."""
+    w = np.multiply(idf, tf)
+    w *= K1 + 1.0
+    den = np.multiply(dl, B)
+    den /= avgdl
+    den += 1.0 - B
+    den *= K1
+    den += tf
+    w /= den
+    return w
 
 
 def idf_of(n: int, df: int) -> float:
     return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+
+
+# above this many candidates per wanted row, the best rows are looked for among those at or above a
+# floor taken from a sample of the scores (common terms' posting lists match most of a big namespace)
+SAMPLE_PER_ROW = 64
+
+
+def best_positions(vals: np.ndarray, limit: int) -> np.ndarray:
+    """Positions of the ``limit`` best ``vals``, best first, equal values by position. The ``limit``-th
+    best of a strided sample bounds the ``limit``-th best of all from below, so only the values at or
+    above it are ranked: a few hundred instead of tens of thousands. (``argpartition`` alone chose
+    among values tied at the cut by its own pivots, differently for different inputs.)"""
+    if len(vals) > SAMPLE_PER_ROW * limit:
+        sample = vals[:: len(vals) // (SAMPLE_PER_ROW * limit // 2)]
+        keep = np.flatnonzero(vals >= np.partition(sample, len(sample) - limit)[len(sample) - limit])
+    else:
+        keep = np.arange(len(vals))
+    if len(keep) > limit:  # every value tied with the limit-th best stays in
+        sub = vals[keep]
+        keep = keep[sub >= np.partition(sub, len(sub) - limit)[len(sub) - limit]]
+    return keep[np.lexsort((keep, -vals[keep]))[:limit]]
 
 
 class KeywordIndex:
@@ -52,11 +84,14 @@ class KeywordIndex:
         self.t_tf = np.zeros(0, dtype=np.float32)
         self.s_ptr = np.zeros(1, dtype=np.int64)
         self.s_tid = np.zeros(0, dtype=np.int32)
+        self.s_tf = np.zeros(0, dtype=np.float32)  # the term frequencies in ``s_tid``'s order
         # delta: slots >= base_n
         self.d_post: dict[int, list[tuple[int, int]]] = {}
         self.d_terms: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.d_size = 0
+        self.d_arrays: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # d_post[tid] as arrays, by its length
         self.seq = 0
+        self._words: list[str] | None = None  # term by id (``doc_terms``); rebuilt after a renumbering
 
     # ---- building ------------------------------------------------------------------
     def _tids(self, tokens: list[str]) -> np.ndarray:
@@ -128,6 +163,7 @@ class KeywordIndex:
         """Base postings from (slot, term, tf) triples sorted by slot."""
         self.base_n = self.n
         self.s_tid = pair_tid.astype(np.int32)
+        self.s_tf = tf.astype(np.float32)
         self.s_ptr = np.zeros(self.n + 1, dtype=np.int64)
         np.cumsum(np.bincount(pair_slot, minlength=self.n), out=self.s_ptr[1:])
         order = np.argsort(pair_tid, kind="stable")
@@ -135,17 +171,14 @@ class KeywordIndex:
         self.t_tf = tf[order].astype(np.float32)
         self.t_ptr = np.zeros(len(self.vocab) + 1, dtype=np.int64)
         np.cumsum(np.bincount(pair_tid, minlength=len(self.vocab)), out=self.t_ptr[1:])
-        self.d_post, self.d_terms, self.d_size = {}, {}, 0
+        self.d_post, self.d_terms, self.d_size, self.d_arrays = {}, {}, 0, {}
 
     def _triples(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (slot, term, tf) of live slots, sorted by slot."""
         if self.base_n:
             counts = np.diff(self.s_ptr)
             slots = np.repeat(np.arange(self.base_n, dtype=np.int64), counts)
-            tf_by_slot = np.empty(len(self.t_slot), dtype=np.float32)
-            order = np.argsort(self.t_slot, kind="stable")  # term-major -> slot-major
-            tf_by_slot[:] = self.t_tf[order]
-            parts = [(slots, self.s_tid.astype(np.int64), tf_by_slot)]
+            parts = [(slots, self.s_tid.astype(np.int64), self.s_tf)]
         else:
             parts = []
         for s in sorted(self.d_terms):
@@ -178,6 +211,7 @@ class KeywordIndex:
             renum_t[used] = np.arange(len(used))
             words = list(self.vocab)
             self.vocab = {words[i]: j for j, i in enumerate(used.tolist())}
+            self._words = None
             self.df = np.ascontiguousarray(self.df[used])
             tid = renum_t[tid]
         order = np.lexsort((tid, new_slot))
@@ -211,7 +245,8 @@ class KeywordIndex:
         vocab = list(self.vocab)
         return {"k_ids": np.array(self.ids, dtype=str).reshape(-1), "k_vocab": np.array("\n".join(vocab)),
                 "k_dl": self.dl[: self.n], "k_df": self.df[: len(vocab)], "k_t_ptr": self.t_ptr,
-                "k_t_slot": self.t_slot, "k_t_tf": self.t_tf, "k_s_ptr": self.s_ptr, "k_s_tid": self.s_tid}
+                "k_t_slot": self.t_slot, "k_t_tf": self.t_tf, "k_s_ptr": self.s_ptr, "k_s_tid": self.s_tid,
+                "k_s_tf": self.s_tf}
 
     @classmethod
     def from_state(cls, st: dict[str, np.ndarray]) -> "KeywordIndex":
@@ -227,8 +262,10 @@ class KeywordIndex:
         k.df = np.asarray(st["k_df"], dtype=np.int64)
         k.t_ptr, k.t_slot, k.t_tf = st["k_t_ptr"], st["k_t_slot"], st["k_t_tf"]
         k.s_ptr, k.s_tid = st["k_s_ptr"], st["k_s_tid"]
+        # a snapshot cut before ``s_tf`` existed: term-major -> slot-major (postings sort by term, then slot)
+        k.s_tf = st["k_s_tf"] if "k_s_tf" in st else k.t_tf[np.argsort(k.t_slot, kind="stable")]
         if len(k.dl) != k.n or len(k.df) != len(k.vocab) or len(k.t_ptr) != len(k.vocab) + 1 \
-                or len(k.s_ptr) != k.n + 1 or len(k.t_slot) != len(k.s_tid):
+                or len(k.s_ptr) != k.n + 1 or len(k.t_slot) != len(k.s_tid) or len(k.s_tf) != len(k.s_tid):
             raise ValueError("inconsistent keyword arrays")
         return k
 
@@ -240,7 +277,7 @@ class KeywordIndex:
         return {"live": self.live, "slots": self.n, "slot_capacity": len(self.dl), "vocab": len(self.vocab),
                 "df_capacity": len(self.df), "delta_postings": self.d_size, "delta_rows": len(self.d_terms),
                 "nbytes": int(sum(a.nbytes for a in (self.df, self.dl, self.alive, self.t_ptr, self.t_slot,
-                                                     self.t_tf, self.s_ptr, self.s_tid)))}
+                                                     self.t_tf, self.s_ptr, self.s_tid, self.s_tf)))}
 
     # ---- search --------------------------------------------------------------------
     def terms_held(self, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
@@ -255,38 +292,79 @@ class KeywordIndex:
             out[mid] = len(wanted.intersection(self._terms_of(s).tolist())) if wanted else 0
         return out
 
+    def doc_terms(self, ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """For each of ``ids`` in the index, its document's terms with their counts (in term-id order,
+        not the text's): what tokenising the row's indexed text gives, without tokenising it."""
+        words = self._words
+        if words is None or len(words) != len(self.vocab):
+            if words is None or len(words) > len(self.vocab):
+                words = list(self.vocab)
+            else:  # new terms only: ids are handed out in order
+                words.extend(islice(self.vocab, len(words), None))
+            self._words = words
+        out: dict[str, dict[str, int]] = {}
+        for mid in ids:
+            s = self.pos.get(mid)
+            if s is None or not self.alive[s]:
+                continue
+            if s < self.base_n:
+                a, b = int(self.s_ptr[s]), int(self.s_ptr[s + 1])
+                tids, tfs = self.s_tid[a:b], self.s_tf[a:b]
+            else:
+                tids, tfs = self.d_terms[s]
+            out[mid] = dict(zip(map(words.__getitem__, tids.tolist()), tfs.astype(np.int64).tolist()))
+        return out
+
+    def _delta_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The delta's postings of a term as (slots, tfs) arrays, converted once per change of its list
+        (a term's list only grows until the delta is folded: its length tells whether it changed)."""
+        extra = self.d_post.get(tid)
+        if not extra:
+            return None
+        got = self.d_arrays.get(tid)
+        if got is None or got[0] != len(extra):
+            d = np.asarray(extra, dtype=np.int64)
+            got = self.d_arrays[tid] = (len(extra), d[:, 0], d[:, 1].astype(np.float32))
+        return got[1], got[2]
+
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         if self.live == 0 or limit <= 0:
             return []
         avgdl = self.total_len / self.live if self.total_len > 0 else 1.0
-        slot_parts, weight_parts = [], []
+        # every term's postings in one array (term after term, as the sums below need them), weighted in
+        # one vectorised pass: the same numbers, in the same order, as one BM25 pass per term
+        slot_parts, tf_parts, idfs, sizes = [], [], [], []
+        t_ptr, ends = self.t_ptr, len(self.t_ptr)
         for t in dict.fromkeys(terms):
             tid = self.vocab.get(t)
             if tid is None or self.df[tid] <= 0:
                 continue
-            idf = idf_of(self.live, int(self.df[tid]))
-            slots = self.t_slot[self.t_ptr[tid]: self.t_ptr[tid + 1]] if tid + 1 < len(self.t_ptr) else \
-                np.zeros(0, dtype=np.int32)
-            tfs = self.t_tf[self.t_ptr[tid]: self.t_ptr[tid + 1]] if tid + 1 < len(self.t_ptr) else \
-                np.zeros(0, dtype=np.float32)
-            extra = self.d_post.get(tid)
-            if extra:
-                d = np.asarray(extra, dtype=np.int64)
-                slots = np.concatenate([slots.astype(np.int64), d[:, 0]])
-                tfs = np.concatenate([tfs, d[:, 1].astype(np.float32)])
-            if len(slots) == 0:
-                continue
-            slot_parts.append(slots)
-            weight_parts.append(bm25_weights(tfs.astype(np.float64), self.dl[slots], avgdl, idf))
+            size = 0
+            if tid + 1 < ends:
+                a, b = int(t_ptr[tid]), int(t_ptr[tid + 1])
+                if b > a:
+                    slot_parts.append(self.t_slot[a:b])
+                    tf_parts.append(self.t_tf[a:b])
+                    size = b - a
+            delta = self._delta_postings(tid)
+            if delta is not None:
+                slot_parts.append(delta[0])
+                tf_parts.append(delta[1])
+                size += len(delta[0])
+            if size:
+                idfs.append(idf_of(self.live, int(self.df[tid])))
+                sizes.append(size)
         if not slot_parts:
             return []
-        slots = np.concatenate(slot_parts).astype(np.int64)
-        scores = np.bincount(slots, weights=np.concatenate(weight_parts), minlength=self.n)
+        slots = np.concatenate(slot_parts, dtype=np.int64)
+        idf = np.repeat(np.array(idfs, dtype=np.float64), sizes)
+        weights = bm25_weights(np.concatenate(tf_parts, dtype=np.float64), self.dl[slots], avgdl, idf)
+        scores = np.bincount(slots, weights=weights, minlength=self.n)
         if self.live != self.n:
             scores[~self.alive[: self.n]] = 0.0
         cand = np.flatnonzero(scores > 0)
         if len(cand) > limit:
-            cand = cand[np.argpartition(-scores[cand], limit - 1)[:limit]]
+            cand = cand[best_positions(scores[cand], limit)]  # slots ascend: equal scores by slot
         # best first; equal scores by slot (insertion order), as stable as the SQL backends' tie-break
         cand = cand[np.lexsort((cand, -scores[cand]))]
         return [(self.ids[s], float(scores[s])) for s in cand.tolist()]

@@ -24,14 +24,14 @@ from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_cache import SqliteCacheReads
 from .sqlite_rows import SqlitePurge, SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
-from .sqlite_search import SearchStructures
+from .sqlite_search import SearchStructures, SqliteTermReads
 from .sqlite_tx import _read_only, _reason, _Tx
 from .vectors import EXACT_MAX
 
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 
 
-class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
+class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads):
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
     _tx_depth = 0  # open transactions of this object (``_Tx``)
@@ -317,11 +317,6 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads):
             return []
         with self._lock:
             return self._search.keyword_index(user_id).search(uniq, limit)
-
-    def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
-        """How many of the distinct ``terms`` each keyword-searchable row of ``ids`` holds (others: left out)."""
-        with self._lock:
-            return self._search.keyword_index(user_id).terms_held(ids, terms)
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         with self._lock:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +116,20 @@ class SearchStructures:
                 self.snapshot_seq[user_id] = m.seq
             except Exception as exc:  # noqa: BLE001 - a cache: never fail a close for it
                 log.warning("could not write the search snapshot of %s: %s", user_id, exc)
+
+
+class SqliteTermReads:
+    """What the read path asks of the SQLite index's keyword terms, answered from memory (a mixin)."""
+
+    _lock: Any  # a threading.RLock
+    _search: SearchStructures
+
+    def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
+        """How many of the distinct ``terms`` each keyword-searchable row of ``ids`` holds (others: left out)."""
+        with self._lock:
+            return self._search.keyword_index(user_id).terms_held(ids, terms)
+
+    def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """The keyword terms (with counts) of each keyword-searchable row of ``ids`` (others: left out)."""
+        with self._lock:
+            return self._search.keyword_index(user_id).doc_terms(ids)

@@ -43,6 +43,26 @@ def one_blas_thread() -> AbstractContextManager[Any]:
     return _blas.limit(limits=1, user_api="blas")
 
 
+SAMPLE_SHARE = 8  # ``best_set`` ranks 1 value in this many first
+
+
+def best_set(vals: np.ndarray, c: int) -> np.ndarray:
+    """The positions of the ``c`` largest ``vals`` (in no order), as ``argpartition`` gives them, for a
+    fraction of its work on a long array: the ``c``-th largest of a strided sample bounds the ``c``-th
+    largest of all from below, so only the values at or above it are partitioned. When values tied
+    at the cut would let the two choose different rows, it is ``argpartition`` of all, as before."""
+    step = SAMPLE_SHARE
+    if len(vals) < 4 * step * c:
+        return np.argpartition(-vals, c - 1)[:c]
+    sample = vals[::step]
+    above = np.flatnonzero(vals >= np.partition(sample, len(sample) - c)[len(sample) - c])
+    sub = vals[above]
+    best = np.argpartition(-sub, c - 1)[:c]
+    if np.count_nonzero(sub >= sub[best].min()) != c:  # a tie at the cut
+        return np.argpartition(-vals, c - 1)[:c]
+    return above[best]
+
+
 class VectorMatrix:
     COMPACT_MIN_DEAD = 1024  # dead rows are compacted away past this many (and half the rows)
 
@@ -171,6 +191,8 @@ class VectorMatrix:
         if self.dead:
             rough[..., ~self.alive[: self.n]] = -np.inf
         c = min(c, self.n - 1)
+        if rough.ndim == 1:
+            return best_set(rough, c)
         return np.argpartition(-rough, c - 1, axis=-1)[..., :c]
 
     # ---- snapshot (index/snapshot.py) --------------------------------------------------
