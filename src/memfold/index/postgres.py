@@ -26,6 +26,7 @@ from .base import IndexItem
 from .pg_access import AccessQueue, PgAccess
 from .pg_pool import PgOptions, Pool
 from .pg_rows_mixin import _COL_LIST, _COLS, PgPurgeAndRows
+from .pg_scope import PgSearchScope
 from .pg_schema import connect, describe, driver, ensure_schema
 from .pg_search import PgKeywords, PgVectors, bump, tombstone
 from .rows import history_from_row, record_from_row
@@ -47,7 +48,7 @@ def _terms_list(terms: str) -> list[str]:
     return terms.split()
 
 
-class PostgresIndex(PgPurgeAndRows, PgAccess):
+class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
     """``Index`` over one PostgreSQL database (tables in the connection's ``search_path``).
 
     Thread-safe: each call borrows a connection of the pool; many processes may share the database."""
@@ -83,6 +84,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             with self.pool.connection() as conn:
                 if write:
                     self._seen.__dict__.clear()  # a counter read before this write no longer stands (pg_rows_mixin)
+                    self._forget_scope()  # nor the rows a search read before it (pg_scope)
                     with conn.transaction(), conn.cursor() as cur:
                         yield cur
                 else:
@@ -209,15 +211,6 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             cur.execute("DELETE FROM memory_files WHERE user_id = %s", (user_id,))
 
     # ---- reads ---------------------------------------------------------------------
-    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
-        if not ids:
-            return []
-        with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND id = ANY(%s)",
-                        (user_id, list(ids)))
-            out = {r.id: r for r in self._overlay([record_from_row(r) for r in cur.fetchall()])}
-        return [out[i] for i in ids if i in out]
-
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
@@ -260,13 +253,18 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             return []
         try:
             with self.pool.connection() as conn:
-                return self._keywords.search(conn, user_id, uniq, limit, self._take_seq(user_id))
+                found = self._keywords.search(conn, user_id, uniq, limit, self._seq_of_scope(user_id))
         except self._psycopg.Error as exc:
             raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
+        self.expect_rows(user_id, [mid for mid, _ in found])  # the search reads their rows next (pg_scope)
+        return found
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         if limit <= 0:
             return []
+        scope = self._scope(user_id)
+        if scope is not None:  # with the rows of the hits and of the keyword candidates (pg_scope)
+            return self._nearest_in_scope(scope, user_id, self._vec(vector, "the query"), limit)
         with self._cur() as cur:
             cur.execute(_NEAREST, {"v": self._vec(vector, "the query"), "user": user_id, "limit": limit})
             return [(r[0], float(r[1])) for r in cur.fetchall()]

@@ -1,0 +1,112 @@
+"""The timed part of ``memfold bench`` (search with the query embedded, search with the query vector
+cached, ``build_context``) on a namespace built once and kept, so that two versions of the code can
+be timed on the same rows in one session, one after the other or in turns.
+
+    python benchmarks/pg_search_ab.py --dsn postgresql://postgres@127.0.0.1:55442/b10k --root /tmp/ws10k \\
+        --n 10000 [--queries 200] [--rounds 1] [--stages] [--json OUT]
+
+The first run ingests ``--n`` of the bench's synthetic texts into ``--root`` and the PostgreSQL
+index at ``--dsn`` (user ``bench``); later runs find them there and only search. Each round asks
+a new set of the bench's synthetic queries (a new seed per round: the first search of a query
+embeds it), then the same again (the vector cached), then ``build_context`` with each. With
+``--stages`` the index calls and the query embedding are timed one by one (wall time per search).
+Run another checkout of the code with ``PYTHONPATH=<its src>`` on the same root and DSN to compare."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from memfold import Memory
+from memfold.config import load_settings
+from memfold.engine import read
+from memfold.eval.bench import BATCH, QueryCachingEmbedder, synthetic_queries, synthetic_texts
+from memfold.providers.embedder import make_embedder
+
+USER = "bench"
+
+
+def pct(xs: list[float]) -> dict[str, float]:
+    xs = sorted(xs)
+    return {"p50": round(statistics.median(xs) * 1000, 3), "p95": round(xs[int(0.95 * (len(xs) - 1))] * 1000, 3)}
+
+
+def _timed(fn: Any, label: str, acc: dict[str, float]) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            acc[label] += time.perf_counter() - t0
+    return wrapper
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dsn", required=True)
+    ap.add_argument("--root", type=Path, required=True)
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=11, help="query seed of the first round")
+    ap.add_argument("--stages", action="store_true")
+    ap.add_argument("--label", default=os.path.dirname(os.path.dirname(read.__file__)))
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+    settings = load_settings(args.root, index={"backend": "postgres", "dsn": args.dsn}, cache={"backend": "off"})
+    emb = QueryCachingEmbedder(make_embedder(settings.embedder))
+    with Memory(settings=settings, embedder=emb) as mem:
+        have = mem.index.count(USER)
+        if have < args.n:
+            texts = synthetic_texts(args.n)
+            t0 = time.perf_counter()
+            for i in range(have - have % BATCH, args.n, BATCH):
+                mem.add([{"role": "user", "content": t} for t in texts[i: i + BATCH]], USER, infer=False)
+                print(f"ingested {i + BATCH} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+        acc: dict[str, float] = defaultdict(float)
+        if args.stages:
+            read.query_vector = _timed(read.query_vector, "query embedding", acc)
+            store = mem.retriever._store(USER)
+            for name in ("keyword_search", "vector_search", "get", "terms_held"):
+                if hasattr(store.index, name):
+                    setattr(store.index, name, _timed(getattr(store.index, name), name, acc))
+            store.sync = _timed(store.sync, "sync", acc)  # type: ignore[method-assign]
+        mem.search("warm up", USER, limit=10, record_access=False)
+        mem.build_context("warm up", USER)
+        embedded, cached, context = [], [], []
+        for r in range(args.rounds):
+            queries = synthetic_queries(args.queries, seed=args.seed + r)
+            for q in queries:
+                t0 = time.perf_counter()
+                mem.search(q, USER, limit=10, record_access=False)
+                embedded.append(time.perf_counter() - t0)
+            staged = dict(acc)
+            for q in queries:
+                t0 = time.perf_counter()
+                mem.search(q, USER, limit=10, record_access=False)
+                cached.append(time.perf_counter() - t0)
+            for q in queries:
+                t0 = time.perf_counter()
+                mem.build_context(q, USER)
+                context.append(time.perf_counter() - t0)
+        rows = mem.index.count(USER)
+    out = {"code": args.label, "n": rows, "queries": len(embedded), "search_ms": pct(embedded),
+           "search_no_embed_ms": pct(cached), "build_context_ms": pct(context),
+           "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    if args.stages:  # the first pass of each round (query embedded), per search
+        out["stages_ms_per_search"] = {k: round(v / len(embedded) * 1000, 3) for k, v in staged.items()}
+    print(json.dumps(out))
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
