@@ -50,7 +50,7 @@ class PgPurgeAndRows:
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         self.flush_access()
         with self._cur() as cur:
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND NOT is_active "
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE user_id = %s AND NOT is_active "
                         "AND superseded_by = ANY(%s) ORDER BY n", (user_id, list(ids)))
             return [record_from_row(r) for r in cur.fetchall()]
 
@@ -60,7 +60,7 @@ class PgPurgeAndRows:
             return []
         self.flush_access()
         with self._cur() as cur:
-            cur.execute(f"SELECT {_COLS} FROM user_memories m WHERE user_id = %s AND context <> '' AND EXISTS "
+            cur.execute(f"SELECT {_COLS} FROM memory_rows m WHERE user_id = %s AND context <> '' AND EXISTS "
                         "(SELECT 1 FROM unnest(%s::text[]) t WHERE strpos(m.context, t) > 0) ORDER BY n",
                         (user_id, texts))
             return [record_from_row(r) for r in cur.fetchall()]
@@ -90,7 +90,7 @@ class PgPurgeAndRows:
             return [r[0] for r in cur.fetchall()]
 
     def iter_rows(self, user_id: str | None = None, *, batch: int = 1000) -> Iterator[IndexItem]:
-        for r in self._pages(f"{_COLS}, content_hash, embedding, terms", "user_memories", user_id, batch):
+        for r in self._pages(f"{_COLS}, content_hash, embedding, terms", "memory_rows", user_id, batch):
             content_hash, vec, terms = r[_N:]
             yield IndexItem(record=record_from_row(r[:_N]), content_hash=content_hash,
                             vector=_stored_vector(vec),
@@ -156,7 +156,7 @@ class PgPurgeAndRows:
         daily notes: one round trip instead of one per day)."""
         out: dict[str, list[MemoryRecord]] = {f: [] for f in files}
         with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND is_active AND file = ANY(%s) "
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE user_id = %s AND is_active AND file = ANY(%s) "
                         "ORDER BY n", (user_id, list(files)))
             for r in self._overlay([record_from_row(r) for r in cur.fetchall()]):
                 out[r.file].append(r)
@@ -202,6 +202,6 @@ class PgPurgeAndRows:
         """The namespace's ``limit`` active memories with the most accesses (ties: latest access, id)."""
         self.flush_access()
         with self._cur() as cur:
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND is_active AND access_count > 0 "
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE user_id = %s AND is_active AND access_count > 0 "
                         "ORDER BY access_count DESC, last_accessed_at DESC NULLS LAST, id LIMIT %s", (user_id, limit))
             return [record_from_row(r) for r in cur.fetchall()]

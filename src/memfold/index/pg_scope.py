@@ -37,7 +37,7 @@ _NEAREST_ROWS = (
     "FROM user_memories WHERE user_id = %(user)s AND is_active AND embedding IS NOT NULL "
     "ORDER BY embedding <=> %(v)s LIMIT %(limit)s) x), "
     "w AS (SELECT id FROM v UNION SELECT unnest(%(more)s::text[])) "
-    f"SELECT v.r, v.s, {_M_COLS} FROM w JOIN user_memories m ON m.id = w.id AND m.user_id = %(user)s "
+    f"SELECT v.r, v.s, {_M_COLS} FROM w JOIN memory_rows m ON m.id = w.id AND m.user_id = %(user)s "
     "LEFT JOIN v ON v.id = w.id")
 
 
@@ -141,7 +141,7 @@ class PgSearchScope:
 
     def _read_rows(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND id = ANY(%s)",
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE user_id = %s AND id = ANY(%s)",
                         (user_id, list(ids)))
             return self._overlay([record_from_row(r) for r in cur.fetchall()])
 

@@ -109,6 +109,8 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) "
                         "ORDER BY id FOR UPDATE", (ids,))  # rows locked in id order, as record_access does
             known = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+            if known:  # the records carry their access statistics: the rows' own columns take them (schema 6)
+                cur.execute("DELETE FROM memory_access WHERE id = ANY(%s)", (list(known),))
             seqs = bump(cur, [it.record.user_id for it in items])
             ops: list[tuple[str, list[Any]]] = []  # the statements in order; runs of one kind go in one pipeline
             for it in items:
@@ -152,7 +154,7 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
     def pending_vectors(self, limit: int) -> list[MemoryRecord]:
         self.flush_access()
         with self._cur() as cur:
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE embedding IS NULL ORDER BY n LIMIT %s",
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE embedding IS NULL ORDER BY n LIMIT %s",
                         (max(0, limit),))
             return [record_from_row(r) for r in cur.fetchall()]
 
@@ -231,7 +233,7 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             args.append(memory_type)
         limit = None if limit is not None and limit < 0 else limit  # SQLite: a negative limit means none
         with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE {' AND '.join(where)} ORDER BY n "
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE {' AND '.join(where)} ORDER BY n "
                         "LIMIT %s OFFSET %s", [*args, limit, max(0, offset)])
             return self._overlay([record_from_row(r) for r in cur.fetchall()])
 
@@ -372,7 +374,7 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
         with self._cur() as cur:
             cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
                         (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
-                          "memory_access_log", "memory_seq", "memory_tombstones", "memfold_meta",
+                          "memory_access_log", "memory_access", "memory_seq", "memory_tombstones", "memfold_meta",
                           "memfold_schema_version"],))
             return int(cur.fetchone()[0])
 
