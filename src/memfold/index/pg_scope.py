@@ -87,7 +87,7 @@ class PgSearchScope:
 
         def _take_seq(self, user_id: str) -> tuple[int, int] | None: ...
 
-    _scopes = threading.local()
+    _scopes: threading.local  # this index's scope per thread (set by PostgresIndex.__init__)
 
     @contextmanager
     def search_scope(self, user_id: str) -> Iterator[None]:

@@ -61,6 +61,7 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
         self.where = describe(dsn)
         self._lock = threading.RLock()
         self._seen = threading.local()  # the change counter read with the files' states (pg_rows_mixin.take_counter)
+        self._scopes = threading.local()  # a search's scope on this thread (pg_scope)
         self._leases: dict[tuple[str, str], tuple[str, Any]] = {}  # (user, name) -> (holder, its connection)
         self.options = (options or PgOptions()).check()
         conn = connect(self.dsn)  # the schema first, on a connection of its own: errors name the setting
