@@ -26,8 +26,8 @@ from .base import IndexItem
 from .pg_access import AccessQueue, PgAccess
 from .pg_pool import PgOptions, Pool
 from .pg_rows_mixin import _COL_LIST, _COLS, PgPurgeAndRows
-from .pg_scope import PgSearchScope
 from .pg_schema import connect, describe, driver, ensure_schema
+from .pg_scope import PgSearchScope
 from .pg_search import PgKeywords, PgVectors, bump, tombstone
 from .rows import history_from_row, record_from_row
 
