@@ -38,6 +38,50 @@ def pct(xs: list[float]) -> dict[str, float]:
     return {"p50": round(statistics.median(xs) * 1000, 3), "p95": round(xs[int(0.95 * (len(xs) - 1))] * 1000, 3)}
 
 
+def server_cpu(pid: int) -> float:
+    """CPU seconds used so far by a local PostgreSQL: the postmaster ``pid`` and its children (Linux)."""
+    if not pid:
+        return 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return total
+
+
+class Clock:
+    """Wall time per call, and the client's and the server's CPU time over a phase."""
+
+    def __init__(self, server_pid: int):
+        self.server_pid = server_pid
+        self.walls: list[float] = []
+        self.cpu = self.srv = 0.0
+
+    def __enter__(self) -> "Clock":
+        self.cpu0, self.srv0 = time.process_time(), server_cpu(self.server_pid)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.cpu += time.process_time() - self.cpu0
+        self.srv += server_cpu(self.server_pid) - self.srv0
+
+    def report(self) -> dict[str, float]:
+        n = max(1, len(self.walls))
+        out = pct(self.walls)
+        out["client_cpu_ms"] = round(self.cpu / n * 1000, 3)
+        if self.server_pid:
+            out["server_cpu_ms"] = round(self.srv / n * 1000, 3)
+        return out
+
+
 def _timed(fn: Any, label: str, acc: dict[str, float]) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
@@ -57,6 +101,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=11, help="query seed of the first round")
     ap.add_argument("--stages", action="store_true")
+    ap.add_argument("--server-pid", type=int, default=0,
+                    help="the local server's postmaster pid: its CPU time per call is reported too")
     ap.add_argument("--label", default=os.path.dirname(os.path.dirname(read.__file__)))
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -80,28 +126,27 @@ def main() -> None:
             store.sync = _timed(store.sync, "sync", acc)  # type: ignore[method-assign]
         mem.search("warm up", USER, limit=10, record_access=False)
         mem.build_context("warm up", USER)
-        embedded, cached, context = [], [], []
+        embedded, cached, context = Clock(args.server_pid), Clock(args.server_pid), Clock(args.server_pid)
+        staged: dict[str, float] = {}
         for r in range(args.rounds):
             queries = synthetic_queries(args.queries, seed=args.seed + r)
-            for q in queries:
-                t0 = time.perf_counter()
-                mem.search(q, USER, limit=10, record_access=False)
-                embedded.append(time.perf_counter() - t0)
-            staged = dict(acc)
-            for q in queries:
-                t0 = time.perf_counter()
-                mem.search(q, USER, limit=10, record_access=False)
-                cached.append(time.perf_counter() - t0)
-            for q in queries:
-                t0 = time.perf_counter()
-                mem.build_context(q, USER)
-                context.append(time.perf_counter() - t0)
+            for clock, call in ((embedded, "search"), (cached, "search"), (context, "context")):
+                with clock:
+                    for q in queries:
+                        t0 = time.perf_counter()
+                        if call == "search":
+                            mem.search(q, USER, limit=10, record_access=False)
+                        else:
+                            mem.build_context(q, USER)
+                        clock.walls.append(time.perf_counter() - t0)
+                if clock is embedded:
+                    staged = dict(acc)
         rows = mem.index.count(USER)
-    out = {"code": args.label, "n": rows, "queries": len(embedded), "search_ms": pct(embedded),
-           "search_no_embed_ms": pct(cached), "build_context_ms": pct(context),
+    out = {"code": args.label, "n": rows, "queries": len(embedded.walls), "search_ms": embedded.report(),
+           "search_no_embed_ms": cached.report(), "build_context_ms": context.report(),
            "load_avg": [round(x, 2) for x in os.getloadavg()]}
     if args.stages:  # the first pass of each round (query embedded), per search
-        out["stages_ms_per_search"] = {k: round(v / len(embedded) * 1000, 3) for k, v in staged.items()}
+        out["stages_ms_per_search"] = {k: round(v / len(embedded.walls) * 1000, 3) for k, v in staged.items()}
     print(json.dumps(out))
     if args.json:
         with open(args.json, "a") as f:
