@@ -239,11 +239,12 @@ def _v6(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     page and inserted the row into every index, HNSW included (38 % of the updates of a repeated
     query at 10k rows; the test that checked they stayed on the page failed one run in two). Now an
     access adds to a narrow row of its own; reads add it to the row's stored count (``memory_rows``);
-    a write of the row folds it in (``PostgresIndex.upsert``); deleting the row deletes it."""
+    a write of the row folds it in (``PostgresIndex.upsert``); deleting the row deletes it. No foreign
+    key: its check would lock the memory row, and a write holding that row while it waits for the
+    statistics' row could deadlock with a flush."""
     return [
         """CREATE TABLE IF NOT EXISTS memory_access (
-            id TEXT PRIMARY KEY REFERENCES user_memories (id) ON DELETE CASCADE,
-            k INTEGER NOT NULL, at TIMESTAMPTZ NOT NULL)""",
+            id TEXT PRIMARY KEY, k INTEGER NOT NULL, at TIMESTAMPTZ NOT NULL)""",
         "CREATE OR REPLACE VIEW memory_rows AS SELECT m.n, m.id, m.user_id, m.agent_id, m.memory_type, m.content, "
         "m.context, m.structured_data, m.source_ids, m.source_session_id, m.file, m.created_at, m.updated_at, "
         "m.importance_score, m.confidence, m.access_count + coalesce(a.k, 0) AS access_count, "

@@ -110,8 +110,8 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) "
                         "ORDER BY id FOR UPDATE", (ids,))  # rows locked in id order, as record_access does
             known = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
-            if known:  # the records carry their access statistics: the rows' own columns take them (schema 6)
-                cur.execute("DELETE FROM memory_access WHERE id = ANY(%s)", (list(known),))
+            # the records carry their access statistics: the rows' own columns take them (schema 6)
+            cur.execute("DELETE FROM memory_access WHERE id = ANY(%s)", (ids,))
             seqs = bump(cur, [it.record.user_id for it in items])
             ops: list[tuple[str, list[Any]]] = []  # the statements in order; runs of one kind go in one pipeline
             for it in items:
@@ -148,6 +148,7 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
                     (user_id, list(ids)))
         gone = [r[0] for r in cur.fetchall()]
         if gone:
+            cur.execute("DELETE FROM memory_access WHERE id = ANY(%s)", (gone,))
             tombstone(cur, user_id, bump(cur, [user_id])[user_id], gone)
             cur.execute("DELETE FROM memory_relations WHERE source_memory_id = ANY(%s) OR target_memory_id = ANY(%s)",
                         (gone, gone))
