@@ -144,3 +144,22 @@ def test_access_statistics_never_rewrite_a_memory_row(pg_dsn: str) -> None:
         assert ix.get("u", ["u1"])[0].access_count == 5
     finally:
         ix.close()
+
+
+@pytest.mark.parametrize("user", ["scoped", "u"])
+def test_the_cache_keeps_a_search_s_counter_for_its_feedback_lookup(tmp_path: Path, user: str) -> None:
+    """SQLite + the in-process cache: the keyword feedback's lookup uses the counter of its search
+    (one reading per search), whatever the namespace is called, and answers as without the cache."""
+    root = tmp_path / "ws"
+    settings = load_settings(root, cache={"backend": "memory"})
+    with Memory(settings=settings, embedder=HashEmbedder()) as mem, \
+            Memory(settings=load_settings(root, cache={"backend": "off"}), embedder=HashEmbedder()) as plain:
+        mem.add([{"role": "user", "content": f} for f in FACTS], user, infer=False)
+        reads = []
+        inner = mem.index.inner
+        orig = inner.change_counter
+        inner.change_counter = lambda *a: reads.append(a) or orig(*a)  # type: ignore[method-assign]
+        for q in QUERIES:
+            got = [(h.record.id, round(h.score, 9)) for h in mem.search(q, user, record_access=False, now=NOW)]
+            assert got == [(h.record.id, round(h.score, 9)) for h in plain.search(q, user, record_access=False, now=NOW)]
+        assert len(reads) == len(QUERIES)  # one per search, the feedback's lookup included

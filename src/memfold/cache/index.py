@@ -49,6 +49,7 @@ class CachedIndex:
         self.hot_size = hot_size
         self._prefix = f"memfold:v1:{index.instance_id()}"  # v1: the encoding of the values below
         self._pins = threading.local()  # user_id -> the counter read at the start of this thread's search
+        self._scoped = threading.local()  # user_id -> the counter of this thread's search (search_scope)
 
     @property
     def inner(self) -> Any:
@@ -62,7 +63,7 @@ class CachedIndex:
     def search_scope(self, user_id: str) -> Iterator[None]:
         """One search: the counter its first ``pinned`` block reads serves its later lookups too; the
         index's own scope, if it has one, is open meanwhile."""
-        scoped = self._pins.__dict__.setdefault("scoped", {})
+        scoped = self._scoped.__dict__
         if user_id in scoped:  # nested: the outer search stands
             yield
             return
@@ -81,7 +82,7 @@ class CachedIndex:
         if user_id in pins:  # nested: the outer reading stands
             yield
             return
-        scoped = pins.get("scoped", {})
+        scoped = self._scoped.__dict__
         seen = scoped.get(user_id)  # the search's reading, if an earlier block of it took one
         if seen is None:
             take = getattr(self._index, "take_counter", None)  # PostgreSQL: read with the files' states by sync
@@ -98,7 +99,7 @@ class CachedIndex:
         pins = self._pins.__dict__
         if user_id in pins:
             return pins[user_id]
-        seen = pins.get("scoped", {}).get(user_id)
+        seen = self._scoped.__dict__.get(user_id)
         return seen if seen is not None else self._index.change_counter(user_id)
 
     def _key(self, kind: str, counter: int, *parts: Any) -> str:
