@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..models import MemoryRecord
-from .pg_rows_mixin import _COLS
+from .pg_rows_mixin import _COLS, _N
 from .rows import record_from_row
 
 _M_COLS = ", ".join(f"m.{c.strip()}" for c in _COLS.split(","))
@@ -37,20 +37,21 @@ _NEAREST_ROWS = (
     "FROM user_memories WHERE user_id = %(user)s AND is_active AND embedding IS NOT NULL "
     "ORDER BY embedding <=> %(v)s LIMIT %(limit)s) x), "
     "w AS (SELECT id FROM v UNION SELECT unnest(%(more)s::text[])) "
-    f"SELECT v.r, v.s, {_M_COLS} FROM w JOIN memory_rows m ON m.id = w.id AND m.user_id = %(user)s "
+    f"SELECT v.r, v.s, {_M_COLS}, m.terms FROM w JOIN memory_rows m ON m.id = w.id AND m.user_id = %(user)s "
     "LEFT JOIN v ON v.id = w.id")
 
 
 class Scope:
     """What one search on one thread has read and noted."""
 
-    __slots__ = ("user_id", "rows", "noted", "seq")
+    __slots__ = ("user_id", "rows", "noted", "seq", "terms")
 
     def __init__(self, user_id: str):
         self.user_id = user_id
         self.rows: dict[str, MemoryRecord | None] = {}  # id -> its row as read (None: not in the namespace)
         self.noted: dict[str, None] = {}  # candidate ids not read yet, in the order noted
         self.seq: tuple[int, int] | None = None  # the keyword counter (seq, floor) the scope searches at
+        self.terms: dict[str, frozenset[str]] = {}  # id -> its stored keyword terms (keyword-searchable rows)
 
     def note(self, ids: Sequence[str]) -> None:
         for i in ids:
@@ -68,6 +69,7 @@ class Scope:
     def forget(self) -> None:
         self.rows.clear()
         self.noted.clear()
+        self.terms.clear()
         self.seq = None
 
 
@@ -136,14 +138,19 @@ class PgSearchScope:
         missing = [i for i in dict.fromkeys(ids) if i not in s.rows]
         if missing:  # with every candidate noted and not read yet: what follows asks for them
             asked = list(dict.fromkeys(missing + list(s.noted)))
-            s.keep(self._read_rows(user_id, asked), asked)
+            s.keep(self._read_rows(user_id, asked, s), asked)
         return [r for r in (s.rows.get(i) for i in ids) if r is not None]
 
-    def _read_rows(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+    def _read_rows(self, user_id: str, ids: Sequence[str], s: Scope | None = None) -> list[MemoryRecord]:
+        """The rows of ``ids``; in a scope ``s`` with their stored keyword terms (for ``terms_held``)."""
         with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE user_id = %s AND id = ANY(%s)",
-                        (user_id, list(ids)))
-            return self._overlay([record_from_row(r) for r in cur.fetchall()])
+            cur.execute(f"SELECT {_COLS}{', terms' if s is not None else ''} FROM memory_rows "
+                        "WHERE user_id = %s AND id = ANY(%s)", (user_id, list(ids)))
+            got = cur.fetchall()
+            records = self._overlay([record_from_row(r[:_N]) for r in got])
+        if s is not None:
+            s.terms.update((r[0], frozenset(r[_N])) for r in got if r[_N] is not None)
+        return records
 
     def _nearest_in_scope(self, s: Scope, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """The nearest rows, and the rows of them and of the noted candidates, in one statement."""
@@ -151,12 +158,19 @@ class PgSearchScope:
         with self._cur() as cur, self._reading():
             cur.execute(_NEAREST_ROWS, {"v": vector, "user": user_id, "limit": limit, "more": more})
             got = cur.fetchall()
-            records = self._overlay([record_from_row(r[2:]) for r in got])
+            records = self._overlay([record_from_row(r[2: 2 + _N]) for r in got])
+        s.terms.update((r[2], frozenset(r[2 + _N])) for r in got if r[2 + _N] is not None)
         hits = sorted((int(r[0]), r[2], float(r[1])) for r in got if r[0] is not None)
         s.keep(records, more)
         return [(mid, score) for _, mid, score in hits]
 
     def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
-        """How many of the distinct ``terms`` each of ``ids`` holds, from this process's keyword index of
-        the namespace as the search left it (rows it does not hold: left out, the caller tokenises)."""
-        return self._keywords.terms_held(user_id, ids, terms)
+        """How many of the distinct ``terms`` each of ``ids`` holds: from the stored terms the search's
+        scope read with the rows, else from this process's keyword index of the namespace as the search
+        left it (rows neither holds: left out, the caller tokenises)."""
+        s = self._scope(user_id)
+        out = self._keywords.terms_held(user_id, [i for i in ids if s is None or i not in s.terms], terms)
+        if s is not None:
+            wanted = set(terms)
+            out.update((i, len(wanted & s.terms[i])) for i in ids if i in s.terms)
+        return out
