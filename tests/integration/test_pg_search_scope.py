@@ -163,3 +163,28 @@ def test_the_cache_keeps_a_search_s_counter_for_its_feedback_lookup(tmp_path: Pa
             got = [(h.record.id, round(h.score, 9)) for h in mem.search(q, user, record_access=False, now=NOW)]
             assert got == [(h.record.id, round(h.score, 9)) for h in plain.search(q, user, record_access=False, now=NOW)]
         assert len(reads) == len(QUERIES)  # one per search, the feedback's lookup included
+
+
+def test_terms_held_without_the_keyword_index_come_from_the_rows_the_scope_read(pg_dsn: str) -> None:
+    """A process whose searches a shared cache answered never loads the namespace's keyword index:
+    the scope reads the rows' stored terms with them, and ``terms_held`` counts the same."""
+    from memfold.text.terms import fts_document
+
+    texts = ["the old lighthouse keeper", "a lemon tart for the keeper", "blue bicycle"]
+    a = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+    b = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+    try:
+        a.upsert([IndexItem(_rec(i).with_(content=t), np.eye(8, dtype=np.float32)[i], fts_document(t))
+                  for i, t in enumerate(texts)])
+        ids, q = ["u0", "u1", "u2"], ["keeper", "lighthouse", "tart"]
+        a.keyword_search("u", q, 10)  # a's keyword index of the namespace is loaded
+        truth = a.terms_held("u", ids, q)
+        assert truth == {"u0": 2, "u1": 2, "u2": 0}
+        assert not b._keywords.holds("u") and b.terms_held("u", ids, q) == {}  # nothing to count from
+        with b.search_scope("u"):
+            b.get("u", ids)
+            assert b.terms_held("u", ids, q) == truth
+        assert not b._keywords.holds("u")
+    finally:
+        a.close()
+        b.close()

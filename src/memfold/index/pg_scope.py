@@ -37,7 +37,7 @@ _NEAREST_ROWS = (
     "FROM user_memories WHERE user_id = %(user)s AND is_active AND embedding IS NOT NULL "
     "ORDER BY embedding <=> %(v)s LIMIT %(limit)s) x), "
     "w AS (SELECT id FROM v UNION SELECT unnest(%(more)s::text[])) "
-    f"SELECT v.r, v.s, {_M_COLS}, m.terms FROM w JOIN memory_rows m ON m.id = w.id AND m.user_id = %(user)s "
+    f"SELECT v.r, v.s, {_M_COLS}{{terms}} FROM w JOIN memory_rows m ON m.id = w.id AND m.user_id = %(user)s "
     "LEFT JOIN v ON v.id = w.id")
 
 
@@ -138,7 +138,7 @@ class PgSearchScope:
         missing = [i for i in dict.fromkeys(ids) if i not in s.rows]
         if missing:  # with every candidate noted and not read yet: what follows asks for them
             asked = list(dict.fromkeys(missing + list(s.noted)))
-            s.keep(self._read_rows(user_id, asked, s), asked)
+            s.keep(self._read_rows(user_id, asked, s if self._wants_terms(user_id) else None), asked)
         return [r for r in (s.rows.get(i) for i in ids) if r is not None]
 
     def _read_rows(self, user_id: str, ids: Sequence[str], s: Scope | None = None) -> list[MemoryRecord]:
@@ -152,22 +152,30 @@ class PgSearchScope:
             s.terms.update((r[0], frozenset(r[_N])) for r in got if r[_N] is not None)
         return records
 
+    def _wants_terms(self, user_id: str) -> bool:
+        """Read the rows' stored terms too: this process holds no keyword index of the namespace (its
+        searches were answered by a shared cache), which ``terms_held`` would otherwise use."""
+        return not self._keywords.holds(user_id)
+
     def _nearest_in_scope(self, s: Scope, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """The nearest rows, and the rows of them and of the noted candidates, in one statement."""
         more = [i for i in s.noted if i not in s.rows]
+        with_terms = self._wants_terms(user_id)
         with self._cur() as cur, self._reading():
-            cur.execute(_NEAREST_ROWS, {"v": vector, "user": user_id, "limit": limit, "more": more})
+            cur.execute(_NEAREST_ROWS.format(terms=", m.terms" if with_terms else ""),
+                        {"v": vector, "user": user_id, "limit": limit, "more": more})
             got = cur.fetchall()
             records = self._overlay([record_from_row(r[2: 2 + _N]) for r in got])
-        s.terms.update((r[2], frozenset(r[2 + _N])) for r in got if r[2 + _N] is not None)
+        if with_terms:
+            s.terms.update((r[2], frozenset(r[2 + _N])) for r in got if r[2 + _N] is not None)
         hits = sorted((int(r[0]), r[2], float(r[1])) for r in got if r[0] is not None)
         s.keep(records, more)
         return [(mid, score) for _, mid, score in hits]
 
     def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
-        """How many of the distinct ``terms`` each of ``ids`` holds: from the stored terms the search's
-        scope read with the rows, else from this process's keyword index of the namespace as the search
-        left it (rows neither holds: left out, the caller tokenises)."""
+        """How many of the distinct ``terms`` each of ``ids`` holds: from this process's keyword index of
+        the namespace as the search left it, else from the stored terms the search's scope read with the
+        rows (rows neither holds: left out, the caller tokenises)."""
         s = self._scope(user_id)
         out = self._keywords.terms_held(user_id, [i for i in ids if s is None or i not in s.terms], terms)
         if s is not None:

@@ -106,6 +106,11 @@ class PgKeywords:
         k.seq = now
         return k
 
+    def holds(self, user_id: str) -> bool:
+        """Whether this process keeps the namespace's index (it searched it since it opened)."""
+        with self._lock:
+            return user_id in self._ix
+
     def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
         """Distinct ``terms`` held per row of ``ids``, from the namespace's index as it stands (none: {})."""
         with self._lock:
