@@ -188,3 +188,25 @@ def test_terms_held_without_the_keyword_index_come_from_the_rows_the_scope_read(
     finally:
         a.close()
         b.close()
+
+
+def test_a_bulk_write_into_a_table_without_statistics_analyzes_it(pg_dsn: str) -> None:
+    """``memfold migrate`` and a first import write thousands of rows and search at once: without
+    statistics the planner answered the nearest-rows query with an exact scan of the namespace."""
+    ix = PostgresIndex(pg_dsn, dim=8, embedder_name="test")
+    try:
+        rng = np.random.default_rng(1)
+        vecs = rng.normal(size=(400, 8)).astype(np.float32)
+        def analyzed() -> bool:
+            with ix._cur() as cur:
+                cur.execute("SELECT count(*) FROM pg_stats WHERE schemaname = current_schema() "
+                            "AND tablename = 'user_memories' AND attname = 'user_id'")
+                return bool(cur.fetchone()[0])
+
+        ix.upsert([IndexItem(_rec(i), vecs[i] / np.linalg.norm(vecs[i]), f"w{i}") for i in range(3)])
+        assert not analyzed()  # a small write: left to autovacuum
+        ix.upsert([IndexItem(_rec(i), vecs[i] / np.linalg.norm(vecs[i]), f"w{i}") for i in range(3, 400)])
+        assert analyzed()  # (at 10k rows the plan then uses the HNSW index: docs/benchmarks.md)
+        assert not ix.analyze_after_bulk(1000)  # once per handle
+    finally:
+        ix.close()

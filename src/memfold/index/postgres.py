@@ -142,6 +142,7 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
                 known[r.id] = (r.user_id, terms is not None or keep_terms)
             for sql, run in groupby(ops, key=lambda op: op[0]):
                 cur.executemany(sql, [params for _, params in run])
+        self.analyze_after_bulk(len(items))  # a table without statistics is not searched by HNSW (pg_rows_mixin)
 
     def _delete_rows(self, cur: Any, user_id: str, ids: Sequence[str]) -> None:
         cur.execute("DELETE FROM user_memories WHERE user_id = %s AND id = ANY(%s) RETURNING id",
