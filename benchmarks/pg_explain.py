@@ -39,18 +39,20 @@ index sends for a search, an add, access statistics, the files' sync, a day's no
 `build_context`, write-ahead and a delete, recorded as sent and run under
 `EXPLAIN (ANALYZE, BUFFERS)` twice, the second run shown (writes rolled back). What to look for: the nearest-rows query uses
 the HNSW index (`Index Scan using user_memories_embedding`) with the namespace filter applied while
-scanning the graph (`hnsw.iterative_scan`); everything else is an index lookup of a few rows. Keyword
-search costs one primary-key lookup of the namespace's change counter when nothing changed, and two
-index range scans over what changed when something did (`index/pg_search.py`); BM25 itself runs in
-process. The vectors here are random unit vectors, the hardest case for the graph (no
+scanning the graph (`hnsw.iterative_scan`); everything else is an index lookup of a few rows. A
+search (`index/pg_scope.py`) sends the files' states with the counters, then the nearest rows with
+the rows of its hits and of the keyword candidates in one statement, and (with keyword feedback)
+the rows of candidates only the feedback found. Keyword search runs in process at the namespace's
+counter read with the files' states; when something changed, two index range scans catch it up
+(`index/pg_search.py`). The vectors here are random unit vectors, the hardest case for the graph (no
 neighbourhoods): the bench's real embeddings search faster. Latency of whole calls, with the
 round trips, is in `docs/benchmarks.md`.
 
-Access statistics: a row with a 512-dim vector is ~2.4 KB, two to a page at `fillfactor = 70`
-(schema 5), which leaves room for one more row version per page: the update of a hit stays on its
-page (a HOT update, no new index entries) unless another hit on the same page was updated since the
-page was last pruned; then it is a full update, which inserts the row into every index, HNSW
-included (~1 ms per row). At 90 % every update was a full one (28 ms for a search's 10 hits).
+Access statistics (schema 6): added to a narrow row per memory in `memory_access`, read through the
+`memory_rows` view (the row's stored count plus that). Until schema 5 they updated the memory row
+itself: ~2.7 KB with a 512-dim vector, two to a page at `fillfactor = 70`, with no room left for a
+third version, so the update of a hit on such a page left it and inserted the row into every index,
+HNSW included (38 % of the updates of a repeated query at 10k rows).
 """
 
 RECORDED: list[tuple[str, str, Any]] = []
@@ -144,19 +146,26 @@ def run(dsn: str, n: int, dim: int) -> str:
         psycopg.Cursor.executemany = _recording_executemany  # type: ignore[method-assign]
         try:
             ix.keyword_search(user, qterms, 20)  # the first search loads the namespace (not a hot query)
+            other = terms(synthetic_queries(2, seed=5)[1], query=True)  # the keyword feedback's terms, say
+            with ix.search_scope(user):  # what one search sends (index/pg_scope.py)
+                with calls("search: the workspace files' states (sync), with the counters the search then uses"):
+                    ix.file_states(user)
+                with calls("search: keyword candidates (in process, at the counter read with the sync)"):
+                    ix.keyword_search(user, qterms, 20)
+                with calls("search: nearest rows (HNSW), with their rows and the keyword candidates' rows"):
+                    ix.vector_search(user, q, 20)
+                found = [mid for mid, _ in ix.keyword_search(user, other, 20)]
+                with calls("search: rows of the candidates only the keyword feedback found"):
+                    ix.get(user, found)
+            with calls("outside a search: rows by id"):
+                ix.get(user, ids[:20])
             with calls("search: keyword index up to date (when not read with the sync)"):
                 ix.keyword_search(user, qterms, 20)
-            with calls("search: nearest rows (HNSW)"):
-                ix.vector_search(user, q, 20)
-            with calls("search: the hits' rows"):
-                ix.get(user, ids[:20])
             # not run before its plan: updating the same rows twice in a row finds the first update's
             # versions still on the page, which a search's access update of other rows does not
             with calls("search: access statistics", dry=True):
                 ix.record_access(user, ids[7::len(ids) // 10][:10], datetime.now(timezone.utc))  # scattered hits
                 ix.flush_access()  # queued (index/pg_access.py): written here, as the background thread does
-            with calls("search / add: the workspace files' states (sync), with the counters the search then uses"):
-                ix.file_states(user)
             with calls("build_context: the recent days' notes (one query)"):
                 ix.records_of_files(user, [f"memory/202405/2024050{d}.md" for d in (1, 2, 3)])
             new = MemoryRecord(id="new1", user_id=user, memory_type=MemoryType.EVENT, content="a new turn",

@@ -51,11 +51,11 @@ def _child(dsn: str, body: str) -> str:
 
 
 def _counts(ix: PostgresIndex | str, ids: list[str]) -> dict[str, int]:
-    """What the table holds (not a handle's view with its queue); ``ix``: an index or a DSN."""
+    """What the tables hold (rows and their access statistics, not a handle's queue); ``ix``: an index or a DSN."""
     import psycopg
 
     with psycopg.connect(ix if isinstance(ix, str) else ix.dsn, autocommit=True) as conn:
-        return dict(conn.execute("SELECT id, access_count FROM user_memories WHERE id = ANY(%s)", (ids,)).fetchall())
+        return dict(conn.execute("SELECT id, access_count FROM memory_rows WHERE id = ANY(%s)", (ids,)).fetchall())
 
 
 def test_queued_accesses_are_seen_here_at_once_and_elsewhere_after_the_flush(pg_dsn: str) -> None:

@@ -103,7 +103,8 @@ def test_upgrading_a_version_1_database_backfills_keyword_statistics(pg_dsn: str
     ix.close()
     schema = pg_dsn.split("search_path=")[1].split(",")[0]
     # back to what a version-1 database looks like, rows and all
-    pg_server.execute(f"DROP TABLE {schema}.memory_seq, {schema}.memory_tombstones")
+    pg_server.execute(f"DROP VIEW {schema}.memory_rows")  # schema 6
+    pg_server.execute(f"DROP TABLE {schema}.memory_seq, {schema}.memory_tombstones, {schema}.memory_access")
     pg_server.execute(f"DROP TRIGGER memfold_change_counter ON {schema}.user_memories")  # version 1 had none
     pg_server.execute(f"ALTER TABLE {schema}.user_memories DROP COLUMN seq")
     pg_server.execute(f"CREATE INDEX user_memories_terms ON {schema}.user_memories USING gin (terms)")

@@ -18,7 +18,10 @@ cached: what it answers may be rolled back.
 
 ``pinned(user_id)`` reads the counter once for the lookups of one search on this thread (keyword
 and vector candidates: one round trip instead of two on PostgreSQL): the search answers as the index
-stood when it began, as one statement would."""
+stood when it began, as one statement would. ``search_scope(user_id)`` (the read path opens one per
+search) keeps that reading for the search's later lookups (keyword feedback) and opens the index's
+own scope (``index/pg_scope.py``), told of the candidates a cache hit returns: it reads their rows
+in one round trip."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -46,6 +49,7 @@ class CachedIndex:
         self.hot_size = hot_size
         self._prefix = f"memfold:v1:{index.instance_id()}"  # v1: the encoding of the values below
         self._pins = threading.local()  # user_id -> the counter read at the start of this thread's search
+        self._scoped = threading.local()  # user_id -> the counter of this thread's search (search_scope)
 
     @property
     def inner(self) -> Any:
@@ -56,15 +60,36 @@ class CachedIndex:
         return getattr(self._index, name)
 
     @contextmanager
+    def search_scope(self, user_id: str) -> Iterator[None]:
+        """One search: the counter its first ``pinned`` block reads serves its later lookups too; the
+        index's own scope, if it has one, is open meanwhile."""
+        scoped = self._scoped.__dict__
+        if user_id in scoped:  # nested: the outer search stands
+            yield
+            return
+        inner = getattr(self._index, "search_scope", None)
+        scoped[user_id] = None
+        try:
+            with inner(user_id) if callable(inner) else nullcontext():
+                yield
+        finally:
+            scoped.pop(user_id, None)
+
+    @contextmanager
     def pinned(self, user_id: str) -> Iterator[None]:
         """Within the block, this thread's lookups of ``user_id`` use one reading of the change counter."""
         pins = self._pins.__dict__
         if user_id in pins:  # nested: the outer reading stands
             yield
             return
-        take = getattr(self._index, "take_counter", None)  # PostgreSQL: read with the files' states by sync
-        seen = take() if callable(take) else None
+        scoped = self._scoped.__dict__
+        seen = scoped.get(user_id)  # the search's reading, if an earlier block of it took one
+        if seen is None:
+            take = getattr(self._index, "take_counter", None)  # PostgreSQL: read with the files' states by sync
+            seen = take() if callable(take) else None
         pins[user_id] = seen if seen is not None else self._index.change_counter(user_id)
+        if user_id in scoped:
+            scoped[user_id] = pins[user_id]
         try:
             yield
         finally:
@@ -72,7 +97,10 @@ class CachedIndex:
 
     def _counter(self, user_id: str) -> int | None:
         pins = self._pins.__dict__
-        return pins[user_id] if user_id in pins else self._index.change_counter(user_id)
+        if user_id in pins:
+            return pins[user_id]
+        seen = self._scoped.__dict__.get(user_id)
+        return seen if seen is not None else self._index.change_counter(user_id)
 
     def _key(self, kind: str, counter: int, *parts: Any) -> str:
         digest = hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=16).hexdigest()
@@ -92,7 +120,7 @@ class CachedIndex:
         if counter is None:
             return self._index.keyword_search(user_id, terms, limit)
         key = self._key("kw", counter, user_id, tuple(terms), limit)
-        return self._scored("query", key, lambda: self._index.keyword_search(user_id, terms, limit))
+        return self._scored("query", key, lambda: self._index.keyword_search(user_id, terms, limit), user_id)
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         counter = self._counter(user_id)
@@ -101,20 +129,25 @@ class CachedIndex:
         v = np.ascontiguousarray(vector, dtype=np.float32)
         key = self._key("vec", counter, user_id, hashlib.blake2b(v.tobytes(), digest_size=16).hexdigest(),
                         v.shape, limit)
-        return self._scored("vector", key, lambda: self._index.vector_search(user_id, vector, limit))
+        return self._scored("vector", key, lambda: self._index.vector_search(user_id, vector, limit), user_id)
 
     def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
                            min_score: float | None = None) -> list[list[tuple[str, float]]]:
         # the write path's near-duplicate check: a write follows, so nothing would be reused
         return self._index.vector_search_many(user_id, vectors, limit, min_score)
 
-    def _scored(self, kind: str, key: str, compute: Any) -> list[tuple[str, float]]:
+    def _scored(self, kind: str, key: str, compute: Any, user_id: str) -> list[tuple[str, float]]:
         got = self._lookup(kind, key)
         if got is not None:
             try:
-                return [(str(i), float(s)) for i, s in json.loads(got)]
+                found = [(str(i), float(s)) for i, s in json.loads(got)]
             except (ValueError, TypeError):  # not what this version stores (a shared Redis): ask the index
                 pass
+            else:
+                expect = getattr(self._index, "expect_rows", None)  # the search reads their rows next
+                if callable(expect):
+                    expect(user_id, [mid for mid, _ in found])
+                return found
         result = compute()
         self.cache.set(key, json.dumps(result, default=float).encode("utf-8"), self.ttl)  # pairs: arrays of two
         return result

@@ -29,6 +29,7 @@ from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
 from .records import index_text
 from .relevance import relevance, terms_held
+from .search_scope import scoped
 from .store import UserStore
 
 
@@ -159,6 +160,7 @@ class Retriever:
         self._store = store
         self._policy = policy
 
+    @scoped  # one scope of the index per search (fewer round trips on PostgreSQL: index/pg_scope.py)
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
                record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
                collapse_copies: bool = True, include_archived: bool = False, expand: bool = True) -> list[SearchHit]:

@@ -227,17 +227,16 @@ class AccessQueue:
 
 
 def write_batch(cur: Any, batch: Batch) -> None:
-    """The queued accesses in one transaction's statements: the rows locked in id order (two writers
-    never wait on each other in a cycle), one ``UPDATE`` for all of them, the log's entries."""
-    keys = sorted(batch.rows)
-    users = [u for u, _ in keys]
-    ids = [i for _, i in keys]
-    cur.execute("SELECT 1 FROM user_memories WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (sorted(set(ids)),))
-    cur.execute("UPDATE user_memories m SET access_count = m.access_count + c.k, "
-                "last_accessed_at = c.at "
-                "FROM unnest(%s::text[], %s::text[], %s::int[], %s::timestamptz[]) AS c(u, id, k, at) "
-                "WHERE m.id = c.id AND m.user_id = c.u",
-                (users, ids, [batch.rows[k][0] for k in keys], [batch.rows[k][1] for k in keys]))
+    """The queued accesses in one transaction's statements: added to the rows' entries in
+    ``memory_access`` (schema 6; in id order, so two writers never wait on each other in a cycle),
+    for the rows that still exist; the log's entries. The memory rows themselves are not written."""
+    keys = sorted(batch.rows, key=lambda k: (k[1], k[0]))
+    cur.execute("INSERT INTO memory_access AS a (id, k, at) SELECT m.id, c.k, c.at "
+                "FROM unnest(%s::text[], %s::text[], %s::int[], %s::timestamptz[]) WITH ORDINALITY AS c(u, id, k, at, o) "
+                "JOIN user_memories m ON m.id = c.id AND m.user_id = c.u ORDER BY c.o "
+                "ON CONFLICT (id) DO UPDATE SET k = a.k + EXCLUDED.k, at = greatest(a.at, EXCLUDED.at)",
+                ([u for u, _ in keys], [i for _, i in keys], [batch.rows[k][0] for k in keys],
+                 [batch.rows[k][1] for k in keys]))
     cur.executemany("INSERT INTO memory_access_log (user_id, at, ids) VALUES (%s, %s, %s)", batch.calls)
 
 

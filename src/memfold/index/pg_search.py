@@ -106,6 +106,17 @@ class PgKeywords:
         k.seq = now
         return k
 
+    def holds(self, user_id: str) -> bool:
+        """Whether this process keeps the namespace's index (it searched it since it opened)."""
+        with self._lock:
+            return user_id in self._ix
+
+    def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
+        """Distinct ``terms`` held per row of ``ids``, from the namespace's index as it stands (none: {})."""
+        with self._lock:
+            k = self._ix.get(user_id)
+            return k.terms_held(ids, terms) if k is not None else {}
+
     def forget(self, user_id: str) -> None:
         with self._lock:
             self._ix.pop(user_id, None)

@@ -27,6 +27,7 @@ from .pg_access import AccessQueue, PgAccess
 from .pg_pool import PgOptions, Pool
 from .pg_rows_mixin import _COL_LIST, _COLS, PgPurgeAndRows
 from .pg_schema import connect, describe, driver, ensure_schema
+from .pg_scope import PgSearchScope
 from .pg_search import PgKeywords, PgVectors, bump, tombstone
 from .rows import history_from_row, record_from_row
 
@@ -47,7 +48,7 @@ def _terms_list(terms: str) -> list[str]:
     return terms.split()
 
 
-class PostgresIndex(PgPurgeAndRows, PgAccess):
+class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
     """``Index`` over one PostgreSQL database (tables in the connection's ``search_path``).
 
     Thread-safe: each call borrows a connection of the pool; many processes may share the database."""
@@ -60,6 +61,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
         self.where = describe(dsn)
         self._lock = threading.RLock()
         self._seen = threading.local()  # the change counter read with the files' states (pg_rows_mixin.take_counter)
+        self._scopes = threading.local()  # a search's scope on this thread (pg_scope)
         self._leases: dict[tuple[str, str], tuple[str, Any]] = {}  # (user, name) -> (holder, its connection)
         self.options = (options or PgOptions()).check()
         conn = connect(self.dsn)  # the schema first, on a connection of its own: errors name the setting
@@ -84,6 +86,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             with self.pool.connection() as conn:
                 if write:
                     self._seen.__dict__.clear()  # a counter read before this write no longer stands (pg_rows_mixin)
+                    self._forget_scope()  # nor the rows a search read before it (pg_scope)
                     with conn.transaction(), conn.cursor() as cur:
                         yield cur
                 else:
@@ -108,6 +111,8 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             cur.execute("SELECT id, user_id, terms IS NOT NULL FROM user_memories WHERE id = ANY(%s) "
                         "ORDER BY id FOR UPDATE", (ids,))  # rows locked in id order, as record_access does
             known = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+            # the records carry their access statistics: the rows' own columns take them (schema 6)
+            cur.execute("DELETE FROM memory_access WHERE id = ANY(%s)", (ids,))
             seqs = bump(cur, [it.record.user_id for it in items])
             ops: list[tuple[str, list[Any]]] = []  # the statements in order; runs of one kind go in one pipeline
             for it in items:
@@ -138,12 +143,14 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
                 known[r.id] = (r.user_id, terms is not None or keep_terms)
             for sql, run in groupby(ops, key=lambda op: op[0]):
                 cur.executemany(sql, [params for _, params in run])
+        self.analyze_after_bulk(len(items))  # a table without statistics is not searched by HNSW (pg_rows_mixin)
 
     def _delete_rows(self, cur: Any, user_id: str, ids: Sequence[str]) -> None:
         cur.execute("DELETE FROM user_memories WHERE user_id = %s AND id = ANY(%s) RETURNING id",
                     (user_id, list(ids)))
         gone = [r[0] for r in cur.fetchall()]
         if gone:
+            cur.execute("DELETE FROM memory_access WHERE id = ANY(%s)", (gone,))
             tombstone(cur, user_id, bump(cur, [user_id])[user_id], gone)
             cur.execute("DELETE FROM memory_relations WHERE source_memory_id = ANY(%s) OR target_memory_id = ANY(%s)",
                         (gone, gone))
@@ -151,7 +158,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
     def pending_vectors(self, limit: int) -> list[MemoryRecord]:
         self.flush_access()
         with self._cur() as cur:
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE embedding IS NULL ORDER BY n LIMIT %s",
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE embedding IS NULL ORDER BY n LIMIT %s",
                         (max(0, limit),))
             return [record_from_row(r) for r in cur.fetchall()]
 
@@ -210,15 +217,6 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             cur.execute("DELETE FROM memory_files WHERE user_id = %s", (user_id,))
 
     # ---- reads ---------------------------------------------------------------------
-    def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
-        if not ids:
-            return []
-        with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE user_id = %s AND id = ANY(%s)",
-                        (user_id, list(ids)))
-            out = {r.id: r for r in self._overlay([record_from_row(r) for r in cur.fetchall()])}
-        return [out[i] for i in ids if i in out]
-
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
@@ -239,7 +237,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             args.append(memory_type)
         limit = None if limit is not None and limit < 0 else limit  # SQLite: a negative limit means none
         with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS} FROM user_memories WHERE {' AND '.join(where)} ORDER BY n "
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE {' AND '.join(where)} ORDER BY n "
                         "LIMIT %s OFFSET %s", [*args, limit, max(0, offset)])
             return self._overlay([record_from_row(r) for r in cur.fetchall()])
 
@@ -261,13 +259,18 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
             return []
         try:
             with self.pool.connection() as conn:
-                return self._keywords.search(conn, user_id, uniq, limit, self._take_seq(user_id))
+                found = self._keywords.search(conn, user_id, uniq, limit, self._seq_of_scope(user_id))
         except self._psycopg.Error as exc:
             raise MemoryIndexError(f"PostgreSQL index at {self.where}: {exc}") from exc
+        self.expect_rows(user_id, [mid for mid, _ in found])  # the search reads their rows next (pg_scope)
+        return found
 
     def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         if limit <= 0:
             return []
+        scope = self._scope(user_id)
+        if scope is not None:  # with the rows of the hits and of the keyword candidates (pg_scope)
+            return self._nearest_in_scope(scope, user_id, self._vec(vector, "the query"), limit)
         with self._cur() as cur:
             cur.execute(_NEAREST, {"v": self._vec(vector, "the query"), "user": user_id, "limit": limit})
             return [(r[0], float(r[1])) for r in cur.fetchall()]
@@ -375,7 +378,7 @@ class PostgresIndex(PgPurgeAndRows, PgAccess):
         with self._cur() as cur:
             cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
                         (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
-                          "memory_access_log", "memory_seq", "memory_tombstones", "memfold_meta",
+                          "memory_access_log", "memory_access", "memory_seq", "memory_tombstones", "memfold_meta",
                           "memfold_schema_version"],))
             return int(cur.fetchone()[0])
 
