@@ -132,6 +132,7 @@ def test_a_search_asks_for_the_file_states_once_however_many_note_files(pg_dsn: 
 
     from memfold import Memory
     from tests.support.hash_embedder import HashEmbedder
+    from tests.support.postgres import record_statements
 
     settings = load_settings(tmp_path, index={"backend": "postgres", "dsn": pg_dsn})
     day = __import__("datetime").datetime(2024, 5, 1, tzinfo=__import__("datetime").timezone.utc)
@@ -140,14 +141,8 @@ def test_a_search_asks_for_the_file_states_once_however_many_note_files(pg_dsn: 
         for k in range(6):  # six daily-note files
             mem.add_note(f"note {k} about the lighthouse", "u", when=day + __import__("datetime").timedelta(days=k))
         mem.search("lighthouse", "u")
-        sent: list[str] = []
         orig = psycopg.Cursor.execute
-
-        def record(self, query, params=None, **kw):  # type: ignore[no-untyped-def]
-            sent.append(str(query))
-            return orig(self, query, params, **kw)
-
-        monkeypatch.setattr(psycopg.Cursor, "execute", record)
+        sent = record_statements(monkeypatch)
         hits = mem.search("lighthouse", "u")
         monkeypatch.setattr(psycopg.Cursor, "execute", orig)
         assert len(hits) >= 6

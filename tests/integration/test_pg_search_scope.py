@@ -21,6 +21,7 @@ from memfold.index.postgres import PostgresIndex
 from memfold.models import MemoryRecord, MemoryType
 
 from ..support.hash_embedder import HashEmbedder
+from ..support.postgres import record_statements
 
 pytest.importorskip("psycopg_pool")
 
@@ -42,27 +43,13 @@ def _answers(mem: Memory) -> list[list[tuple]]:
              for h in mem.search(q, "u", record_access=False, now=NOW)] for q in QUERIES]
 
 
-def _sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import psycopg
-
-    sent: list[str] = []
-    orig = psycopg.Cursor.execute
-
-    def record(self, query, params=None, **kw):  # type: ignore[no-untyped-def]
-        sent.append(str(query))
-        return orig(self, query, params, **kw)
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", record)
-    return sent
-
-
 def test_a_search_reads_the_candidates_rows_with_the_nearest_rows_and_answers_as_without(
         pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with _mem(tmp_path / "ws", pg_dsn) as mem:
         mem.add([{"role": "user", "content": f} for f in FACTS], "u", infer=False)
         scoped = _answers(mem)
         assert all(scoped) and mem.policy("u").keyword_feedback_weight > 0  # the feedback's second search runs
-        sent = _sent(monkeypatch)
+        sent = record_statements(monkeypatch)
         for q in QUERIES:
             mem.search(q, "u", record_access=False, now=NOW)
         per_search = len(sent) / len(QUERIES)
@@ -80,7 +67,7 @@ def test_a_cached_repeat_reads_the_file_states_and_the_rows_only(pg_dsn: str, tm
     with _mem(tmp_path / "ws", pg_dsn, cache="memory") as mem, _mem(tmp_path / "ws", pg_dsn) as plain:
         mem.add([{"role": "user", "content": f} for f in FACTS], "u", infer=False)
         first = _answers(mem)
-        sent = _sent(monkeypatch)
+        sent = record_statements(monkeypatch)
         again = _answers(mem)
         assert again == first == _answers(plain)
         mine = [s for s in sent if "memory_files" in s or "memory_rows" in s or "memfold_meta" in s]

@@ -84,3 +84,18 @@ def pg_dsn(pg_server: PgServer) -> Iterator[str]:
         yield pg_server.schema_dsn(schema)
     finally:
         pg_server.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def record_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement psycopg cursors execute from now on (until the monkeypatch is undone), in order."""
+    import psycopg
+
+    sent: list[str] = []
+    orig = psycopg.Cursor.execute
+
+    def record(self, query, params=None, **kw):  # type: ignore[no-untyped-def]
+        sent.append(str(query))
+        return orig(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", record)
+    return sent
