@@ -73,7 +73,8 @@ def refresh_sqlite(db: Any, path: Path) -> int:
                 _progress(n, len(rowids), str(path))
             log.info("rebuilt the keyword terms of %d memories in %s (terms version %d -> %d)",
                      n, path, version, TERMS_VERSION)
-    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (KEY, str(TERMS_VERSION)))
+    if version != TERMS_VERSION:  # an index at the current version is only read at open
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (KEY, str(TERMS_VERSION)))
     if n:  # snapshots of the search structures hold the old terms: built again from the rows
         for old in snapshot.cache_dir(path).glob("*.npz"):
             old.unlink(missing_ok=True)
@@ -102,6 +103,11 @@ def refresh_postgres(conn: Any, where: str) -> int:
     a database made with older ones. Returns the number of rows rebuilt."""
     from .pg_search import bump
 
+    with conn.cursor() as cur:  # the usual case, terms already current: one read, no lock taken
+        cur.execute("SELECT value FROM memfold_meta WHERE key = %s", (KEY,))
+        current = cur.fetchone()
+    if current is not None and int(current[0]) == TERMS_VERSION:
+        return 0
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_LOCK_KEY,))
         cur.execute("SELECT value FROM memfold_meta WHERE key = %s", (KEY,))
