@@ -30,3 +30,21 @@ def test_a_turn_and_its_extracted_memory_count_once(root, embedder, turn: str, q
     assert len({h.record.id for h in hits}) == 3
     assert hits == sorted(hits, key=lambda h: -h.score)
     mem.close()
+
+
+def test_a_turn_folded_into_its_extract_is_judged_by_the_turns_words(root, embedder) -> None:
+    """The relevance floor judges a turn and the memory extracted from it together: when the query's
+    words are in the part of the turn the extract left out, the pair is still found (before, the
+    floor measured the extract alone and dropped the hit that the turn had earned)."""
+    turn = ("I'm planning a night out with friends this weekend and I need some fashion advice. I was thinking of "
+            "wearing my new Jimmy Choo heels that I got at the outlet mall for $200 - any outfit suggestions?")
+    mem = Memory(root=root, embedder=embedder)  # the default floor
+    mem.add([{"role": "user", "content": turn, "turn_id": "t1"}], "u")
+    for i, text in enumerate(["I went hiking with Tom", "We bought a red car", "My sister likes sushi rolls"]):
+        mem.add([{"role": "user", "content": text, "turn_id": f"o{i}"}], "u", infer=False)
+    extracts = [r for r in mem.get_all("u", limit=100) if r.file != EPISODIC]
+    assert extracts and all("Jimmy Choo" not in r.content for r in extracts)  # the extract lacks the words
+    hits = mem.search("How much did I save on the Jimmy Choo heels?", "u", limit=3, record_access=False)
+    assert hits and hits[0].record.source_ids == ("t1",)
+    assert hits[0].relevance >= mem.policy("u").min_score
+    mem.close()

@@ -27,6 +27,7 @@ from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
+from .rank_spread import spread_sessions
 from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
@@ -59,10 +60,13 @@ def _same_words(extracted: str, turn: str) -> bool:
     return bool(ta) and len(ta & tb) / len(ta | tb) >= 0.8
 
 
-def collapse_turn_copies(hits: list[SearchHit]) -> list[SearchHit]:
+def collapse_turn_copies(hits: list[SearchHit], absorbed: dict[str, list[MemoryRecord]] | None = None
+                         ) -> list[SearchHit]:
     """An episodic turn and a memory extracted from it (a shared source turn id, the same words)
     count once: the extracted typed memory stays, at the better of the two places, carrying both
-    records' source ids. ``hits`` best first; the order is kept."""
+    records' source ids. ``hits`` best first; the order is kept. ``absorbed`` (filled when given):
+    the id of each kept memory -> the turns it now stands for (the relevance floor judges the pair
+    by the better of the two: the turn may hold the query's words that its extract left out)."""
     typed = [h for h in hits if h.record.file != EPISODIC and h.record.source_ids]
     if not typed or len(typed) == len(hits):
         return hits
@@ -77,6 +81,8 @@ def collapse_turn_copies(hits: list[SearchHit]) -> list[SearchHit]:
                 continue
             if _same_words(t.record.content, r.content):
                 drop.add(r.id)
+                if absorbed is not None:
+                    absorbed.setdefault(t.record.id, []).append(r)
                 keep_at[t.record.id] = min(keep_at.get(t.record.id, pos[t.record.id]), pos[r.id])
                 ids = merged.get(t.record.id, t.record.source_ids)
                 merged[t.record.id] = ids + tuple(x for x in r.source_ids if x not in ids)
@@ -209,22 +215,29 @@ class Retriever:
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
-        hits = collapse_turn_copies(hits) if collapse_copies else hits
+        absorbed: dict[str, list[MemoryRecord]] = {}
+        hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
+        hits = spread_sessions(hits, k, pol)  # off at 0: unchanged
+        judged = [r.id for h in hits[: k + k // 2] for r in (h.record, *absorbed.get(h.record.id, ()))]
         hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score,
-                                 terms_held(store.index, user_id, [h.record.id for h in hits[: k + k // 2]], qset))
+                                 terms_held(store.index, user_id, judged, qset), absorbed)
         if record_access and hits:
             store.index.record_access(user_id, [h.record.id for h in hits], now)
         return hits
 
     @staticmethod
     def _above_floor(hits: list[SearchHit], k: int, cosines: dict[str, float], cos_floor: float,
-                     qterms: set[str], min_score: float, held: dict[str, int] | None = None) -> list[SearchHit]:
+                     qterms: set[str], min_score: float, held: dict[str, int] | None = None,
+                     absorbed: dict[str, list[MemoryRecord]] | None = None) -> list[SearchHit]:
         """The first ``k`` hits whose calibrated relevance reaches ``min_score``, each with its relevance
-        (``held``: query terms per id, known to the index)."""
+        (``held``: query terms per id, known to the index); a hit that stands for turns it absorbed
+        (``collapse_turn_copies``) has the best relevance of itself and them."""
         out: list[SearchHit] = []
         held = held or {}
+        absorbed = absorbed or {}
         for h in hits:
-            rel = relevance(cosines.get(h.record.id, cos_floor), qterms, index_text(h.record), held.get(h.record.id))
+            rel = max(relevance(cosines.get(r.id, cos_floor), qterms, index_text(r), held.get(r.id))
+                      for r in (h.record, *absorbed.get(h.record.id, ())))
             if rel >= min_score:
                 out.append(replace(h, relevance=rel))
                 if len(out) >= k:
