@@ -270,7 +270,8 @@ def test_key_decay_tau_days(root: Path):
 def test_key_fusion_keyword_weight(root: Path):
     """share of the keyword score in the fused similarity (rest: vector)"""
     for w in (0.0, 0.55, 1.0):
-        with memory(root, fusion_keyword_weight=w, score_penalty_question=0.0) as m:
+        # score_bonus_time 0: "friday" is a time expression, and on a Friday the memories would gain the bonus
+        with memory(root, fusion_keyword_weight=w, score_penalty_question=0.0, score_bonus_time=0.0) as m:
             if not m.get_all("u"):
                 _two(m)
                 m.add("friday music school parking", "u", infer=False)
