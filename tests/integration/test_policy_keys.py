@@ -37,7 +37,6 @@ TESTED_ELSEWHERE = {
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
     "session_key_weight": ("test_session_keys", "test_key_session_key_weight"),
-    "session_spread_weight": ("test_rank_spread", "test_key_session_spread_weight"),
     "score_bonus_time": ("test_rank_cues", "test_key_score_bonus_time_in_chinese"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }

@@ -27,7 +27,6 @@ from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
-from .rank_spread import spread_sessions
 from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
@@ -217,7 +216,6 @@ class Retriever:
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
         absorbed: dict[str, list[MemoryRecord]] = {}
         hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
-        hits = spread_sessions(hits, k, pol)  # off at 0: unchanged
         judged = [r.id for h in hits[: k + k // 2] for r in (h.record, *absorbed.get(h.record.id, ()))]
         hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score,
                                  terms_held(store.index, user_id, judged, qset), absorbed)
