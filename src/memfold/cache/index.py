@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -50,8 +50,6 @@ class CachedIndex:
         self._prefix = f"memfold:v1:{index.instance_id()}"  # v1: the encoding of the values below
         self._pins = threading.local()  # user_id -> the counter read at the start of this thread's search
         self._scoped = threading.local()  # user_id -> the counter of this thread's search (search_scope)
-        if callable(getattr(index, "vector_search_begin", None)):  # offered when the index offers it (read path)
-            self.vector_search_begin = self._vector_search_begin
 
     @property
     def inner(self) -> Any:
@@ -133,54 +131,26 @@ class CachedIndex:
                         v.shape, limit)
         return self._scored("vector", key, lambda: self._index.vector_search(user_id, vector, limit), user_id)
 
-    def _vector_search_begin(self, user_id: str, vector: np.ndarray, limit: int) -> Callable[[], list[tuple[str, float]]]:
-        """``vector_search`` sent ahead (an index that offers ``vector_search_begin``): a hit is
-        answered at once, a miss is sent to the index and cached when collected."""
-        counter = self._counter(user_id)
-        if counter is None:
-            return self._index.vector_search_begin(user_id, vector, limit)  # type: ignore[no-any-return]
-        v = np.ascontiguousarray(vector, dtype=np.float32)
-        key = self._key("vec", counter, user_id, hashlib.blake2b(v.tobytes(), digest_size=16).hexdigest(),
-                        v.shape, limit)
-        found = self._cached("vector", key, user_id)
-        if found is not None:
-            return lambda: found
-        pending = self._index.vector_search_begin(user_id, vector, limit)
-
-        def collect() -> list[tuple[str, float]]:
-            result: list[tuple[str, float]] = pending()
-            self._store(key, result)
-            return result
-        return collect
-
     def vector_search_many(self, user_id: str, vectors: np.ndarray, limit: int,
                            min_score: float | None = None) -> list[list[tuple[str, float]]]:
         # the write path's near-duplicate check: a write follows, so nothing would be reused
         return self._index.vector_search_many(user_id, vectors, limit, min_score)
 
     def _scored(self, kind: str, key: str, compute: Any, user_id: str) -> list[tuple[str, float]]:
-        found = self._cached(kind, key, user_id)
-        if found is not None:
-            return found
-        result = compute()
-        self._store(key, result)
-        return result
-
-    def _cached(self, kind: str, key: str, user_id: str) -> list[tuple[str, float]] | None:
         got = self._lookup(kind, key)
-        if got is None:
-            return None
-        try:
-            found = [(str(i), float(s)) for i, s in json.loads(got)]
-        except (ValueError, TypeError):  # not what this version stores (a shared Redis): ask the index
-            return None
-        expect = getattr(self._index, "expect_rows", None)  # the search reads their rows next
-        if callable(expect):
-            expect(user_id, [mid for mid, _ in found])
-        return found
-
-    def _store(self, key: str, result: list[tuple[str, float]]) -> None:
+        if got is not None:
+            try:
+                found = [(str(i), float(s)) for i, s in json.loads(got)]
+            except (ValueError, TypeError):  # not what this version stores (a shared Redis): ask the index
+                pass
+            else:
+                expect = getattr(self._index, "expect_rows", None)  # the search reads their rows next
+                if callable(expect):
+                    expect(user_id, [mid for mid, _ in found])
+                return found
+        result = compute()
         self.cache.set(key, json.dumps(result, default=float).encode("utf-8"), self.ttl)  # pairs: arrays of two
+        return result
 
     # ---- the hot set ---------------------------------------------------------------------------
     def hot(self, user_id: str) -> list[MemoryRecord]:

@@ -179,17 +179,10 @@ class Retriever:
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
-        begin = getattr(store.index, "vector_search_begin", None)  # PostgreSQL: the query goes out first
         with pin(user_id) if callable(pin) else nullcontext():
-            if callable(begin):  # the server walks the HNSW graph while the keywords are searched here
-                qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
-                collect = begin(user_id, qvec, want)
-                keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-                vector = collect()
-            else:
-                keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-                qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
-                vector = store.index.vector_search(user_id, qvec, want)
+            keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
+            qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
+            vector = store.index.vector_search(user_id, qvec, want)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)

@@ -20,8 +20,7 @@ every call reads the table. A write of this process inside it forgets what the s
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,6 @@ from ..models import MemoryRecord
 from .pg_rows_mixin import _COLS, _N
 from .rows import record_from_row
 
-NEAR_THREADS = 4  # threads per index sending nearest-rows queries ahead of their collection (vector_search_begin)
 _M_COLS = ", ".join(f"m.{c.strip()}" for c in _COLS.split(","))
 # the nearest rows (HNSW) with their rows and those of the noted candidates, in one statement
 _NEAREST_ROWS = (
@@ -91,13 +89,7 @@ class PgSearchScope:
 
         def _take_seq(self, user_id: str) -> tuple[int, int] | None: ...
 
-        def _vec(self, v: np.ndarray, what: str) -> np.ndarray: ...
-
-        def vector_search(self, user_id: str, vector: np.ndarray, limit: int) -> list[tuple[str, float]]: ...
-
     _scopes: threading.local  # this index's scope per thread (set by PostgresIndex.__init__)
-    _near_lock: threading.Lock  # guards _near_threads (set by PostgresIndex.__init__)
-    _near_threads: ThreadPoolExecutor | None  # started by the first vector_search_begin
 
     @contextmanager
     def search_scope(self, user_id: str) -> Iterator[None]:
@@ -169,58 +161,16 @@ class PgSearchScope:
         """The nearest rows, and the rows of them and of the noted candidates, in one statement."""
         more = [i for i in s.noted if i not in s.rows]
         with_terms = self._wants_terms(user_id)
-        return self._keep_nearest(s, more, with_terms, self._nearest_rows(user_id, vector, limit, more, with_terms))
-
-    def _nearest_rows(self, user_id: str, vector: np.ndarray, limit: int, more: list[str],
-                      with_terms: bool) -> tuple[list[Any], list[MemoryRecord]]:
-        """The nearest-rows statement's rows as read, and their records (on any thread)."""
         with self._cur() as cur, self._reading():
             cur.execute(_NEAREST_ROWS.format(terms=", m.terms" if with_terms else ""),
                         {"v": vector, "user": user_id, "limit": limit, "more": more})
             got = cur.fetchall()
-            return got, self._overlay([record_from_row(r[2: 2 + _N]) for r in got])
-
-    @staticmethod
-    def _keep_nearest(s: Scope, more: list[str], with_terms: bool,
-                      read: tuple[list[Any], list[MemoryRecord]]) -> list[tuple[str, float]]:
-        """The scope keeps what the nearest-rows statement read; its hits, nearest first."""
-        got, records = read
+            records = self._overlay([record_from_row(r[2: 2 + _N]) for r in got])
         if with_terms:
             s.terms.update((r[2], frozenset(r[2 + _N])) for r in got if r[2 + _N] is not None)
         hits = sorted((int(r[0]), r[2], float(r[1])) for r in got if r[0] is not None)
         s.keep(records, more)
         return [(mid, score) for _, mid, score in hits]
-
-    def vector_search_begin(self, user_id: str, vector: np.ndarray, limit: int) -> Callable[[], list[tuple[str, float]]]:
-        """Send the nearest-rows query now and return what collects its answer (``vector_search``'s):
-        the caller's work in between (the search's keyword side, in process) runs while the server
-        walks the HNSW graph. In a scope the statement reads the rows of its hits and of the
-        candidates noted so far, as ``vector_search`` does; those noted later are read by the
-        scope's next ``get``. The query runs on a thread of the index's small pool (``NEAR_THREADS``);
-        an answer nobody collects is dropped when it arrives."""
-        if limit <= 0:
-            return list
-        v = self._vec(vector, "the query")
-        s = self._scope(user_id)
-        if s is None:
-            done = self._near_pool().submit(self.vector_search, user_id, v, limit)
-            return done.result
-        more = [i for i in s.noted if i not in s.rows]
-        with_terms = self._wants_terms(user_id)
-        pending = self._near_pool().submit(self._nearest_rows, user_id, v, limit, more, with_terms)
-        return lambda: self._keep_nearest(s, more, with_terms, pending.result())
-
-    def _near_pool(self) -> ThreadPoolExecutor:
-        with self._near_lock:
-            if self._near_threads is None:
-                self._near_threads = ThreadPoolExecutor(NEAR_THREADS, thread_name_prefix="memfold-pg-nearest")
-            return self._near_threads
-
-    def _close_near_pool(self) -> None:
-        with self._near_lock:
-            pool, self._near_threads = self._near_threads, None
-        if pool is not None:
-            pool.shutdown(wait=True)
 
     def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, int]]:
         """The keyword terms (with counts) of the rows of ``ids`` this process's keyword index of the

@@ -62,8 +62,6 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
         self._lock = threading.RLock()
         self._seen = threading.local()  # the change counter read with the files' states (pg_rows_mixin.take_counter)
         self._scopes = threading.local()  # a search's scope on this thread (pg_scope)
-        self._near_lock = threading.Lock()
-        self._near_threads = None  # the threads of vector_search_begin (pg_scope), started on first use
         self._leases: dict[tuple[str, str], tuple[str, Any]] = {}  # (user, name) -> (holder, its connection)
         self.options = (options or PgOptions()).check()
         conn = connect(self.dsn)  # the schema first, on a connection of its own: errors name the setting
@@ -396,7 +394,6 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             for _, conn in self._leases.values():
                 conn.close()
             self._leases.clear()
-        self._close_near_pool()  # a query sent ahead finishes before its connection's pool closes
         self._keywords.clear()
         self._near.clear()
         self.pool.close()
