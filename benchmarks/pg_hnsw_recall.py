@@ -55,7 +55,7 @@ def main() -> None:
         rows = conn.execute("SELECT id, embedding FROM user_memories WHERE user_id = %s AND is_active "
                             "AND embedding IS NOT NULL", (USER,)).fetchall()
         ids = np.array([r[0] for r in rows])
-        mat = np.stack([np.asarray(r[1], dtype=np.float32) for r in rows])
+        mat = np.stack([np.asarray(r[1].to_numpy() if hasattr(r[1], "to_numpy") else r[1], dtype=np.float32) for r in rows])
         mat /= np.linalg.norm(mat, axis=1, keepdims=True)
         sims = qv @ mat.T
         exact = []
