@@ -285,6 +285,7 @@ class KeywordIndex:
         """Sizes that must stay proportional to the live data (the soak test checks them)."""
         return {"live": self.live, "slots": self.n, "slot_capacity": len(self.dl), "vocab": len(self.vocab),
                 "df_capacity": len(self.df), "delta_postings": self.d_size, "delta_rows": len(self.d_terms),
+                "postings": len(self.t_slot) + self.d_size, "kept_postings": self._memo_size,
                 "nbytes": int(sum(a.nbytes for a in (self.df, self.dl, self.alive, self.t_ptr, self.t_slot,
                                                      self.t_tf, self.s_ptr, self.s_tid, self.s_tf)))}
 
