@@ -203,3 +203,83 @@ def test_bm25_weights_are_the_formula_to_the_bit() -> None:
     for i in (idf, 2.345678):
         want = i * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / 17.3))
         assert np.array_equal(bm25_weights(tf, dl, 17.3, i), want)
+
+
+def _one_pass_search(k: KeywordIndex, terms: list[str], limit: int) -> list[tuple[str, float]]:
+    """The search as it was before weighted postings were kept: every term's postings weighted in one
+    pass (the reference the kept weights must reproduce to the bit)."""
+    from memfold.index.keywords import idf_of
+
+    avgdl = k.total_len / k.live if k.total_len > 0 else 1.0
+    slot_parts, tf_parts, idfs, sizes = [], [], [], []
+    for t in dict.fromkeys(terms):
+        tid = k.vocab.get(t)
+        if tid is None or k.df[tid] <= 0:
+            continue
+        size = 0
+        if tid + 1 < len(k.t_ptr):
+            a, b = int(k.t_ptr[tid]), int(k.t_ptr[tid + 1])
+            if b > a:
+                slot_parts.append(k.t_slot[a:b])
+                tf_parts.append(k.t_tf[a:b])
+                size = b - a
+        delta = k._delta_postings(tid)
+        if delta is not None:
+            slot_parts.append(delta[0])
+            tf_parts.append(delta[1])
+            size += len(delta[0])
+        if size:
+            idfs.append(idf_of(k.live, int(k.df[tid])))
+            sizes.append(size)
+    if not slot_parts:
+        return []
+    slots = np.concatenate(slot_parts, dtype=np.int64)
+    idf = np.repeat(np.array(idfs, dtype=np.float64), sizes)
+    weights = bm25_weights(np.concatenate(tf_parts, dtype=np.float64), k.dl[slots], avgdl, idf)
+    scores = np.bincount(slots, weights=weights, minlength=k.n)
+    if k.live != k.n:
+        scores[~k.alive[: k.n]] = 0.0
+    cand = np.flatnonzero(scores > 0)
+    if len(cand) > limit:
+        cand = cand[best_positions(scores[cand], limit)]
+    cand = cand[np.lexsort((cand, -scores[cand]))]
+    return [(k.ids[s], float(s_)) for s, s_ in zip(cand.tolist(), scores[cand].tolist())]
+
+
+def test_kept_term_weights_score_to_the_bit_and_stay_bounded(monkeypatch) -> None:
+    """Searches repeat their common terms: each term's weighted postings are kept until the index
+    changes. Every answer equals the one-pass search's exactly (ids, order and float scores), through
+    loads, single upserts into the delta, folds, changed rows and removals; what is kept is cleared by
+    every change and never exceeds its share of the postings."""
+    monkeypatch.setattr(KeywordIndex, "FOLD_MIN_POSTINGS", 60)
+    monkeypatch.setattr(KeywordIndex, "COMPACT_MIN_DEAD", 8)
+    rng = random.Random(11)
+    k = KeywordIndex()
+    docs = {f"m{i}": " ".join(rng.choice(WORDS[: rng.randint(3, len(WORDS))]) for _ in range(rng.randint(1, 12)))
+            for i in range(200)}
+    k.upsert(list(docs), list(docs.values()))
+    queries = [rng.sample(WORDS, rng.randint(1, 6)) for _ in range(12)] + [["nothing"], WORDS[:3] + ["nothing"]]
+    kept_hits = 0
+    for step in range(120):
+        for q in rng.sample(queries, 5) * 2:  # again: the second time from the kept weights
+            kept_hits += all(k.vocab.get(t) in k._memo for t in q if k.vocab.get(t) is not None and k.df[k.vocab[t]] > 0)
+            assert k.search(q, 15) == _one_pass_search(k, q, 15)
+            assert k._memo_size == sum(len(s) for s, _ in k._memo.values())
+            assert k._memo_size <= KeywordIndex.MEMO_SHARE * (len(k.t_slot) + k.d_size)
+        op = step % 4
+        if op == 0:  # a new row (into the delta, folded past the threshold)
+            mid = f"n{step}"
+            docs[mid] = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+            k.upsert([mid], [docs[mid]])
+        elif op == 1:  # a changed row
+            mid = rng.choice(sorted(docs))
+            docs[mid] = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+            k.upsert([mid], [docs[mid]])
+        elif op == 2:  # a removal
+            mid = rng.choice(sorted(docs))
+            del docs[mid]
+            k.remove([mid])
+        else:  # a snapshot cut (folds the delta) and read back
+            k = KeywordIndex.from_state(k.state())
+        assert k._memo == {} and k._memo_size == 0  # every change forgets the kept weights
+    assert kept_hits > 100

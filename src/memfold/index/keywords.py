@@ -66,6 +66,9 @@ class KeywordIndex:
     # slots are compacted away past this many (and half the slots): sizes stay proportional to the data
     FOLD_MIN_POSTINGS = 20_000
     COMPACT_MIN_DEAD = 1024
+    # the weighted postings of the terms searched since the last change are kept (common terms' lists
+    # come back query after query) up to this share of the index's postings
+    MEMO_SHARE = 0.25
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
@@ -92,6 +95,8 @@ class KeywordIndex:
         self.d_arrays: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}  # d_post[tid] as arrays, by its length
         self.seq = 0
         self._words: list[str] | None = None  # term by id (``doc_terms``); rebuilt after a renumbering
+        self._memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # term id -> weighted postings (``_weighted``)
+        self._memo_size = 0  # postings in ``_memo``
 
     # ---- building ------------------------------------------------------------------
     def _tids(self, tokens: list[str]) -> np.ndarray:
@@ -121,6 +126,7 @@ class KeywordIndex:
         """(Re)place rows: each document is its space-separated terms."""
         if not ids:
             return
+        self._changed()
         if len(set(ids)) != len(ids):  # the last document of an id wins
             last = dict(zip(ids, documents))
             ids, documents = list(last), list(last.values())
@@ -161,6 +167,7 @@ class KeywordIndex:
 
     def _set_base(self, pair_slot: np.ndarray, pair_tid: np.ndarray, tf: np.ndarray) -> None:
         """Base postings from (slot, term, tf) triples sorted by slot."""
+        self._changed()
         self.base_n = self.n
         self.s_tid = pair_tid.astype(np.int32)
         self.s_tf = tf.astype(np.float32)
@@ -223,6 +230,8 @@ class KeywordIndex:
         return self.d_terms[slot][0]
 
     def remove(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._changed()
         for mid in ids:
             s = self.pos.pop(mid, None)
             if s is None or not self.alive[s]:
@@ -276,6 +285,7 @@ class KeywordIndex:
         """Sizes that must stay proportional to the live data (the soak test checks them)."""
         return {"live": self.live, "slots": self.n, "slot_capacity": len(self.dl), "vocab": len(self.vocab),
                 "df_capacity": len(self.df), "delta_postings": self.d_size, "delta_rows": len(self.d_terms),
+                "postings": len(self.t_slot) + self.d_size, "kept_postings": self._memo_size,
                 "nbytes": int(sum(a.nbytes for a in (self.df, self.dl, self.alive, self.t_ptr, self.t_slot,
                                                      self.t_tf, self.s_ptr, self.s_tid, self.s_tf)))}
 
@@ -327,38 +337,58 @@ class KeywordIndex:
             got = self.d_arrays[tid] = (len(extra), d[:, 0], d[:, 1].astype(np.float32))
         return got[1], got[2]
 
+    def _weighted(self, tid: int, avgdl: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """A term's postings (slots, then the delta's) with their BM25 weights; kept until the index
+        changes (``_memo``), within ``MEMO_SHARE`` of the index's postings. Weighing a term alone gives
+        each posting the bits the one pass over every term's postings gave (the same operations on the
+        same operands, element by element: ``bm25_weights``)."""
+        got = self._memo.get(tid)
+        if got is not None:
+            return got
+        slot_parts, tf_parts = [], []
+        if tid + 1 < len(self.t_ptr):
+            a, b = int(self.t_ptr[tid]), int(self.t_ptr[tid + 1])
+            if b > a:
+                slot_parts.append(self.t_slot[a:b])
+                tf_parts.append(self.t_tf[a:b])
+        delta = self._delta_postings(tid)
+        if delta is not None:
+            slot_parts.append(delta[0])
+            tf_parts.append(delta[1])
+        if not slot_parts:
+            return None
+        slots = np.concatenate(slot_parts, dtype=np.int64)
+        weights = bm25_weights(np.concatenate(tf_parts, dtype=np.float64), self.dl[slots], avgdl,
+                               idf_of(self.live, int(self.df[tid])))
+        if self._memo_size + len(slots) <= self.MEMO_SHARE * (len(self.t_slot) + self.d_size):
+            self._memo[tid] = (slots, weights)
+            self._memo_size += len(slots)
+        return slots, weights
+
+    def _changed(self) -> None:
+        """Rows, lengths or slots changed: every kept weight is stale."""
+        self._memo.clear()
+        self._memo_size = 0
+
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         if self.live == 0 or limit <= 0:
             return []
         avgdl = self.total_len / self.live if self.total_len > 0 else 1.0
-        # every term's postings in one array (term after term, as the sums below need them), weighted in
-        # one vectorised pass: the same numbers, in the same order, as one BM25 pass per term
-        slot_parts, tf_parts, idfs, sizes = [], [], [], []
-        t_ptr, ends = self.t_ptr, len(self.t_ptr)
+        # every term's weighted postings in one array, term after term: the sums below add them in
+        # the same order as one BM25 pass per term
+        slot_parts, weight_parts = [], []
         for t in dict.fromkeys(terms):
             tid = self.vocab.get(t)
             if tid is None or self.df[tid] <= 0:
                 continue
-            size = 0
-            if tid + 1 < ends:
-                a, b = int(t_ptr[tid]), int(t_ptr[tid + 1])
-                if b > a:
-                    slot_parts.append(self.t_slot[a:b])
-                    tf_parts.append(self.t_tf[a:b])
-                    size = b - a
-            delta = self._delta_postings(tid)
-            if delta is not None:
-                slot_parts.append(delta[0])
-                tf_parts.append(delta[1])
-                size += len(delta[0])
-            if size:
-                idfs.append(idf_of(self.live, int(self.df[tid])))
-                sizes.append(size)
+            got = self._weighted(tid, avgdl)
+            if got is not None:
+                slot_parts.append(got[0])
+                weight_parts.append(got[1])
         if not slot_parts:
             return []
-        slots = np.concatenate(slot_parts, dtype=np.int64)
-        idf = np.repeat(np.array(idfs, dtype=np.float64), sizes)
-        weights = bm25_weights(np.concatenate(tf_parts, dtype=np.float64), self.dl[slots], avgdl, idf)
+        slots = np.concatenate(slot_parts) if len(slot_parts) > 1 else slot_parts[0]
+        weights = np.concatenate(weight_parts) if len(weight_parts) > 1 else weight_parts[0]
         scores = np.bincount(slots, weights=weights, minlength=self.n)
         if self.live != self.n:
             scores[~self.alive[: self.n]] = 0.0

@@ -172,6 +172,12 @@ class PgSearchScope:
         s.keep(records, more)
         return [(mid, score) for _, mid, score in hits]
 
+    def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """The keyword terms (with counts) of the rows of ``ids`` this process's keyword index of the
+        namespace holds as the search left it (others: left out, the caller tokenises their text), as
+        the SQLite index answers the keyword feedback (``engine/rank_keywords.py``)."""
+        return self._keywords.doc_terms(user_id, ids)  # type: ignore[no-any-return]
+
     def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
         """How many of the distinct ``terms`` each of ``ids`` holds: from this process's keyword index of
         the namespace as the search left it, else from the stored terms the search's scope read with the

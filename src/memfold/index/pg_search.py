@@ -117,6 +117,12 @@ class PgKeywords:
             k = self._ix.get(user_id)
             return k.terms_held(ids, terms) if k is not None else {}
 
+    def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """The terms (with counts) per row of ``ids``, from the namespace's index as it stands (none: {})."""
+        with self._lock:
+            k = self._ix.get(user_id)
+            return k.doc_terms(ids) if k is not None else {}
+
     def forget(self, user_id: str) -> None:
         with self._lock:
             self._ix.pop(user_id, None)
