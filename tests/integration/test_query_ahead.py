@@ -36,6 +36,12 @@ def _hits(m: Memory, query: str) -> list[tuple[str, float, float, float, float]]
             for h in m.search(query, "u", record_access=False, now=NOW)]
 
 
+def _mem(root: Path, ahead: bool = True, embedder: HashEmbedder | None = None) -> Memory:
+    m = Memory(root=root, embedder=embedder or HashEmbedder())
+    m.retriever.query_ahead = ahead  # what [embedder] query_ahead sets
+    return m
+
+
 def _fill(root: Path) -> None:
     with Memory(root=root, embedder=HashEmbedder()) as m:
         m.add([{"role": "user", "content": t} for t in _texts(400)], "u", infer=False)
@@ -44,9 +50,8 @@ def _fill(root: Path) -> None:
 
 def test_ahead_gives_the_hits_of_the_inline_embedding(tmp_path: Path) -> None:
     _fill(tmp_path / "ws")
-    ahead = Memory(root=tmp_path / "ws", embedder=HashEmbedder())  # each its own cache: no shared hits
-    inline = Memory(root=tmp_path / "ws", embedder=HashEmbedder())
-    inline.retriever.query_ahead = False
+    ahead = _mem(tmp_path / "ws")  # each its own cache: no shared hits
+    inline = _mem(tmp_path / "ws", ahead=False)
     try:
         before = WORKER.jobs_on_worker
         for q in QUERIES:
@@ -76,8 +81,7 @@ def test_the_bundled_model_gives_the_same_vector_on_the_worker(tmp_path: Path) -
 def test_one_worker_thread_for_thousands_of_searches(tmp_path: Path) -> None:
     _fill(tmp_path / "ws")
     rng = random.Random(1)
-    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m, \
-            Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as other:
+    with _mem(tmp_path / "ws") as m, _mem(tmp_path / "ws") as other:
         m.search("warm up", "u", record_access=False)
         threads_before = threading.active_count()
         for i in range(2000):
@@ -95,12 +99,11 @@ def test_a_busy_worker_leaves_the_search_to_its_caller(tmp_path: Path) -> None:
     held = embed_ahead(lambda: release.wait(30))  # another search's model pass, still running
     assert held.on_worker
     try:
-        with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+        with _mem(tmp_path / "ws") as m:
             inline_before = WORKER.jobs_inline
             got = _hits(m, "violin lesson")  # must not wait for the held job
             assert got and WORKER.jobs_inline == inline_before + 1
-            m.retriever.query_ahead = False
-            assert got == _hits(Memory(root=tmp_path / "ws", embedder=HashEmbedder()), "violin lesson")
+            assert got == _hits(_mem(tmp_path / "ws", ahead=False), "violin lesson")
     finally:
         release.set()
     assert held.result() is True
@@ -109,9 +112,9 @@ def test_a_busy_worker_leaves_the_search_to_its_caller(tmp_path: Path) -> None:
 
 def test_concurrent_searches_agree_with_one_at_a_time(tmp_path: Path) -> None:
     _fill(tmp_path / "ws")
-    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+    with _mem(tmp_path / "ws", ahead=False) as m:
         want = {q: _hits(m, q) for q in QUERIES}
-    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+    with _mem(tmp_path / "ws") as m:
         got: dict[tuple[int, str], list] = {}
 
         def run(t: int) -> None:
@@ -137,7 +140,7 @@ class FailingEmbedder(HashEmbedder):
 
 def test_an_embedder_error_reaches_the_caller_and_the_worker_survives(tmp_path: Path) -> None:
     emb = FailingEmbedder()
-    with Memory(root=tmp_path / "ws", embedder=emb) as m:
+    with _mem(tmp_path / "ws", embedder=emb) as m:
         m.add([{"role": "user", "content": t} for t in _texts(50)], "u", infer=False)
         emb.fail = True
         for _ in range(3):
@@ -148,16 +151,20 @@ def test_an_embedder_error_reaches_the_caller_and_the_worker_survives(tmp_path: 
     assert embed_ahead(lambda: 1).on_worker and WORKER.threads() == 1
 
 
-def test_the_setting_turns_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with Memory(root=tmp_path / "a", embedder=HashEmbedder()) as m:
-        assert m.retriever.query_ahead is True
-    monkeypatch.setenv("MEMFOLD_EMBEDDER__QUERY_AHEAD", "false")
-    with Memory(root=tmp_path / "b", embedder=HashEmbedder()) as m:
+def test_the_setting_turns_it_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(root=tmp_path / "a", embedder=HashEmbedder()) as m:  # off by default
         assert m.retriever.query_ahead is False
         m.add([{"role": "user", "content": "violin lesson on Monday"}], "u", infer=False)
         before = WORKER.jobs_on_worker
         assert m.search("violin", "u", record_access=False)
         assert WORKER.jobs_on_worker == before
+    monkeypatch.setenv("MEMFOLD_EMBEDDER__QUERY_AHEAD", "true")
+    with Memory(root=tmp_path / "b", embedder=HashEmbedder()) as m:
+        assert m.retriever.query_ahead is True
+        m.add([{"role": "user", "content": "violin lesson on Monday"}], "u", infer=False)
+        before = WORKER.jobs_on_worker
+        assert m.search("violin", "u", record_access=False)
+        assert WORKER.jobs_on_worker == before + 1
 
 
 def _child(conn) -> None:  # noqa: ANN001

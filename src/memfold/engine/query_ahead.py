@@ -4,8 +4,9 @@ A search first needs two independent things: the query's vector (the bundled mod
 ~2 ms of numpy work that releases the GIL) and its keyword candidates (query terms, BM25, reading the
 candidates' rows: a few tenths of a millisecond of Python and SQLite). ``embed_ahead`` starts the
 first on one worker thread and returns at once; the caller does the second, then takes the vector
-with ``result()``. With two cores the keyword side costs no wall time; with one, the same work is
-done in the same order of magnitude of time (one thread handoff, tens of microseconds).
+with ``result()``. ``[embedder] query_ahead`` turns it on (off by default): on the 2-core machine of
+its measurements, shared with other processes, no core was free for the worker and a search cost
+~0.3 ms more CPU with it (docs/benchmarks.md, "session 5"); the handoff itself is ~10 µs.
 
 Bounds: one worker thread per process, created on first use and reused by every search of every
 ``Memory``; it holds at most one query at a time. A search that finds it busy (another thread's

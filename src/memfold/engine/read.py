@@ -158,7 +158,7 @@ def archived_candidates(store: UserStore, user_id: str, qterms: list[str], qvec:
 
 class Retriever:
     def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], *,
-                 query_ahead: bool = True):
+                 query_ahead: bool = False):
         self._store = store
         self._policy = policy
         self.query_ahead = query_ahead  # [embedder] query_ahead: the query's vector on a worker thread
