@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
+from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -37,6 +39,43 @@ import numpy as np
 from ..metrics import record_cache
 from ..models import MemoryRecord
 from .backends import SKIP, CacheBackend
+
+_BIG_ENDIAN = sys.byteorder == "big"
+_SCORED = b"MFS1"  # a scored list: this tag, the count (4 bytes), the scores (float64), the ids joined by "\n"
+
+
+def encode_scored(result: Sequence[tuple[str, float]]) -> bytes:
+    """A list of (id, score) as bytes: the scores as float64 (exact), the ids as UTF-8 lines; a tenth of
+    JSON's time for the 20-40 pairs of a search. Ids with a line break (none that memfold makes) in JSON."""
+    ids = [i for i, _ in result]
+    if any("\n" in i for i in ids):
+        return json.dumps(result, default=float).encode("utf-8")
+    scores = array("d", [s for _, s in result])
+    if _BIG_ENDIAN:  # stored little-endian: a shared Redis may serve other machines
+        scores.byteswap()
+    return _SCORED + len(ids).to_bytes(4, "little") + scores.tobytes() + "\n".join(ids).encode("utf-8", "surrogatepass")
+
+
+def decode_scored(got: bytes) -> list[tuple[str, float]] | None:
+    """What ``encode_scored`` made (or the JSON of an earlier version); None for anything else."""
+    try:
+        if got[:4] == _SCORED and len(got) >= 8:
+            n = int.from_bytes(got[4:8], "little")
+            end = 8 + 8 * n
+            if len(got) < end:
+                return None
+            ids = got[end:].decode("utf-8", "surrogatepass").split("\n") if n else []
+            if len(ids) != n:
+                return None
+            scores = array("d")
+            scores.frombytes(got[8:end])
+            if _BIG_ENDIAN:
+                scores.byteswap()
+            return list(zip(ids, scores))
+        data = json.loads(got)
+        return [(str(i), float(s)) for i, s in data] if isinstance(data, list) else None
+    except (ValueError, TypeError):  # not what this version stores (a shared Redis)
+        return None
 
 
 class CachedIndex:
@@ -139,17 +178,14 @@ class CachedIndex:
     def _scored(self, kind: str, key: str, compute: Any, user_id: str) -> list[tuple[str, float]]:
         got = self._lookup(kind, key)
         if got is not None:
-            try:
-                found = [(str(i), float(s)) for i, s in json.loads(got)]
-            except (ValueError, TypeError):  # not what this version stores (a shared Redis): ask the index
-                pass
-            else:
+            found = decode_scored(got)
+            if found is not None:  # else not what this version stores (a shared Redis): ask the index
                 expect = getattr(self._index, "expect_rows", None)  # the search reads their rows next
                 if callable(expect):
                     expect(user_id, [mid for mid, _ in found])
                 return found
         result = compute()
-        self.cache.set(key, json.dumps(result, default=float).encode("utf-8"), self.ttl)  # pairs: arrays of two
+        self.cache.set(key, encode_scored(result), self.ttl)
         return result
 
     # ---- the hot set ---------------------------------------------------------------------------

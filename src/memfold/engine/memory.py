@@ -14,6 +14,7 @@ from ..config import Settings, load_settings
 from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
+from ..maintenance.policy_files import PolicyFiles
 from ..metrics import measured
 from ..models import EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecord, MemoryType, Retrieval, SearchHit, utcnow
 from ..policy import Policy
@@ -58,10 +59,10 @@ class Memory(AgentCalls, Upkeep):
         self.embedder = cached_queries(self.embedder, self.index)  # query vectors from the same cache
         self._policy_args = policy or {}
         self._base_policy = self.settings.base_policy()
-        self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy]] = {}
+        self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy, PolicyFiles]] = {}
         self._stores: dict[str, UserStore] = {}
         self._lock = threading.RLock()
-        self.retriever = Retriever(self._store, self.policy)
+        self.retriever = Retriever(self._store, self.policy, query_ahead=self.settings.embedder.query_ahead)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         ix = self.settings.index
         self.vector_worker = start_for(self.index, self.embedder, ix.write_ahead, ix.write_ahead_delay_ms)

@@ -35,7 +35,7 @@ class PolicyAccess:
         index: Any  # the index behind the hot cache (cache.cached)
         _base_policy: Policy
         _policy_args: dict[str, Any]
-        _policies: dict[str, tuple[tuple[int, int, int] | None, Policy]]
+        _policies: dict[str, tuple[tuple[int, int, int] | None, Policy, PolicyFiles]]
         _lock: threading.RLock
 
         @property
@@ -47,9 +47,10 @@ class PolicyAccess:
         Read again when the overrides file changed (a session keeps the policy it started with);
         a file made unreadable meanwhile keeps the last good policy (with a warning)."""
         with self._lock:
-            files = self.policy_files(user_id)
-            stamp = files.stamp()
             cached = self._policies.get(user_id)
+            # a namespace asked before: its files object is kept (the id was checked then); one stat per call
+            files = cached[2] if cached is not None else self.policy_files(user_id)
+            stamp = files.stamp()
             if cached is not None and cached[0] == stamp:
                 return cached[1]
             try:
@@ -59,7 +60,7 @@ class PolicyAccess:
                     raise
                 log.warning("keeping the policy of %s loaded before: %s", user_id, exc)
                 pol = cached[1]
-            self._policies[user_id] = (stamp, pol)
+            self._policies[user_id] = (stamp, pol, files)
             return pol
 
     def policy_files(self, user_id: str = "default") -> PolicyFiles:
