@@ -191,6 +191,24 @@ def test_local_cache_expires_and_evicts_least_recently_used():
     assert c.get("d") is None and len(c) == 1  # "d" pushed out "a", then expired
 
 
+def test_prepared_answers_expire_and_evict_least_recently_used():
+    from memfold.cache.answers import AnswerCache, Prepared
+
+    def prep(n: int) -> Prepared:
+        return Prepared(None, time.gmtime(n), [], {}, 0.0, set())  # type: ignore[arg-type]
+
+    c = AnswerCache(max_entries=2, ttl=60)
+    c.put("a", prep(1))
+    c.put("b", prep(2))
+    assert c.get("a") is not None  # a is now the most recently used
+    c.put("c", prep(3))
+    assert c.get("b") is None and c.get("a") is not None and c.get("c") is not None and len(c) == 2
+    c.ttl = 0.01
+    c.put("d", prep(4))
+    time.sleep(0.02)
+    assert c.get("d") is None and len(c) == 1  # "d" pushed out "a", then expired
+
+
 def test_hot_set_is_the_most_accessed_and_follows_writes(tmp_path, index_cfg):
     root = tmp_path / "ws"
     mem = _open(root, index_cfg, {"backend": "memory", "hot_size": 2})

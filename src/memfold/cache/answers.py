@@ -14,11 +14,13 @@ collapses and filters the candidates as ``Retriever.search`` does: the same answ
 Kept in process only (like the first tier of ``TieredCache``): the value is records and floats,
 whose encoding for Redis would cost what it saves; the candidates' ids and scores are shared by
 ``CachedIndex``'s keyword and vector lookups as before. Bounded: ``max_entries`` answers, least
-recently used first out; an entry whose counter has passed is never reached again and ages out."""
+recently used first out, each kept ``ttl`` seconds at most; an entry whose counter has passed is
+never reached again and ages out."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -44,11 +46,12 @@ class Prepared:
 
 
 class AnswerCache:
-    """A thread-safe LRU of ``Prepared`` answers (at most ``max_entries``)."""
+    """A thread-safe LRU of ``Prepared`` answers (at most ``max_entries``, each for ``ttl`` seconds)."""
 
-    def __init__(self, max_entries: int = 128):
+    def __init__(self, max_entries: int = 128, ttl: float = 3600.0):
         self.max_entries = max(1, max_entries)
-        self._data: OrderedDict[Hashable, Prepared] = OrderedDict()
+        self.ttl = ttl
+        self._data: OrderedDict[Hashable, tuple[float, Prepared]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -57,13 +60,17 @@ class AnswerCache:
     def get(self, key: Hashable) -> Prepared | None:
         with self._lock:
             got = self._data.get(key)
-            if got is not None:
-                self._data.move_to_end(key)
-            return got
+            if got is None:
+                return None
+            if got[0] <= time.monotonic():
+                del self._data[key]
+                return None
+            self._data.move_to_end(key)
+            return got[1]
 
     def put(self, key: Hashable, value: Prepared) -> None:
         with self._lock:
-            self._data[key] = value
+            self._data[key] = (time.monotonic() + self.ttl, value)
             self._data.move_to_end(key)
             while len(self._data) > self.max_entries:
                 self._data.popitem(last=False)

@@ -49,7 +49,7 @@ class CachedIndex:
     def __init__(self, index: Any, cache: CacheBackend, *, ttl: float = 3600.0, hot_size: int = 20,
                  answers: int = 128):
         self._index = index
-        self.answers = AnswerCache(answers)  # prepared search answers, in process (cache/answers.py)
+        self.answers = AnswerCache(answers, ttl)  # prepared search answers, in process (cache/answers.py)
         self.cache = cache
         self.ttl = ttl
         self.hot_size = hot_size
