@@ -59,9 +59,9 @@ def _other_process(root: Path, index: dict | None, cache: dict, script: str) -> 
 
 
 def _hits(*kinds: str) -> int:
-    """Cache hits so far of these kinds (default: keyword and vector results)."""
+    """Cache hits so far of these kinds (default: keyword and vector results, prepared answers)."""
     by_kind = summary()["cache"]["by_kind"]
-    return sum(by_kind.get(k, {}).get("hit", 0) for k in kinds or ("query", "vector"))
+    return sum(by_kind.get(k, {}).get("hit", 0) for k in kinds or ("query", "vector", "answer"))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -85,9 +85,9 @@ def test_hit_equals_the_index_across_writes_from_another_process(tmp_path, index
             mem.add(fact, infer=False)
         for q in QUERIES:
             assert _answer(mem, q) == _answer(plain, q)
-        before = _hits()
+        before, answered = _hits(), _hits("answer")
         first = {q: _answer(mem, q) for q in QUERIES}
-        assert _hits() - before == 2 * len(QUERIES)  # keyword and vector results came from the cache
+        assert _hits() - before == len(QUERIES) == _hits("answer") - answered  # prepared answers, scored again
         assert first == {q: _answer(plain, q) for q in QUERIES}
         # another process writes (and, sharing Redis, caches its own answers at the new counter)
         _other_process(root, index_cfg, cache, f"m.add({FACTS[3]!r}, infer=False)\nm.add({FACTS[4]!r}, infer=False)\n"
@@ -169,10 +169,12 @@ def test_the_in_process_cache_stays_bounded_under_thousands_of_distinct_queries(
             if i % 250 == 0:
                 sizes.append(len(cache))
         assert len(cache) == 500 and max(sizes) <= 500 and cache.nbytes < 2_000_000
+        answers = mem.index.answers
+        assert len(answers) == answers.max_entries == 128  # prepared answers: bounded too
         # the most recent queries are the ones kept: a repeat of the last one is a hit
-        before = _hits()
+        before, answered = _hits(), _hits("answer")
         mem.search("question 2499 about tea", record_access=False)
-        assert _hits() - before == 2
+        assert _hits() - before == 1 == _hits("answer") - answered and len(answers) == 128
     finally:
         mem.close()
 
@@ -185,6 +187,24 @@ def test_local_cache_expires_and_evicts_least_recently_used():
     c.set("c", b"3", 60)
     assert c.get("b") is None and c.get("a") == b"1" and c.get("c") == b"3"
     c.set("d", b"4", 0.01)
+    time.sleep(0.02)
+    assert c.get("d") is None and len(c) == 1  # "d" pushed out "a", then expired
+
+
+def test_prepared_answers_expire_and_evict_least_recently_used():
+    from memfold.cache.answers import AnswerCache, Prepared
+
+    def prep(n: int) -> Prepared:
+        return Prepared(None, time.gmtime(n), [], {}, 0.0, set())  # type: ignore[arg-type]
+
+    c = AnswerCache(max_entries=2, ttl=60)
+    c.put("a", prep(1))
+    c.put("b", prep(2))
+    assert c.get("a") is not None  # a is now the most recently used
+    c.put("c", prep(3))
+    assert c.get("b") is None and c.get("a") is not None and c.get("c") is not None and len(c) == 2
+    c.ttl = 0.01
+    c.put("d", prep(4))
     time.sleep(0.02)
     assert c.get("d") is None and len(c) == 1  # "d" pushed out "a", then expired
 
@@ -270,9 +290,9 @@ def test_on_sqlite_a_write_to_another_namespace_keeps_the_cache(tmp_path):
                 mem.add(fact, user, infer=False)
         first = _answer(mem, "green tea", "alice")
         _other_process(root, None, {"backend": "memory"}, f"m.add({FACTS[4]!r}, 'bob', infer=False)")
-        before = _hits()
+        before = _hits("answer")
         assert _answer(mem, "green tea", "alice") == first == _answer(plain, "green tea", "alice")
-        assert _hits() - before == 2  # bob's write left alice's entries valid
+        assert _hits("answer") - before == 1  # bob's write left alice's entries valid
         _other_process(root, None, {"backend": "memory"}, f"m.add({FACTS[4]!r}, 'alice', infer=False)")
         before = _hits()
         after = _answer(mem, "green tea", "alice")
@@ -296,3 +316,75 @@ def test_a_value_this_version_cannot_read_is_a_miss(tmp_path, redis_server):
         with _open(root, None, {"backend": "redis", "url": redis_server.url}) as fresh:  # reads Redis, not its own
             assert _answer(fresh, "green tea") == _answer(plain, "green tea")
         client.close()
+
+
+def _full(mem: Memory, q: str, now) -> list[tuple]:
+    """Everything a hit carries that access statistics can change: order, score, the record's statistics."""
+    return [(h.record.id, h.score, h.similarity, h.keyword_score, h.vector_score, h.relevance,
+             h.record.access_count, h.record.last_accessed_at) for h in mem.search(q, now=now, record_access=False)]
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_prepared_answer_is_scored_with_the_access_statistics_of_now(tmp_path, index_cfg, backend, request):
+    """Accesses move no change counter but enter the score (time decay from the last access) and the
+    hits' records: a repeated search answered from its prepared answer equals the index's answer
+    after accesses by another process and by this one."""
+    from datetime import timedelta
+
+    from memfold.models import utcnow
+
+    cache = {"backend": backend}
+    if backend == "redis":
+        cache["url"] = request.getfixturevalue("redis_server").url
+    root = tmp_path / "ws"
+    index = dict(index_cfg or {}, access_delay_ms=0) if index_cfg else None  # accesses visible to other handles at once
+    pol = dict(ONE_KEYWORD_SEARCH, score_weight_time=1.0, decay_tau_days=1.0, min_score=0.0)  # recency decides
+    mem = Memory(settings=_settings(root, index, cache), embedder=HashEmbedder(), policy=pol)
+    plain = Memory(settings=_settings(root, index, {"backend": "off"}), embedder=HashEmbedder(), policy=pol)
+    later = utcnow() + timedelta(days=30)  # every memory's time term near 0 unless accessed at `later`
+    queries = ["tea", "I", "Oslo dog"]
+    try:
+        for fact in FACTS:
+            mem.add(fact, infer=False)
+        first = {q: _full(mem, q, later) for q in queries}
+        assert first == {q: _full(plain, q, later) for q in queries}
+        before = _hits("answer")
+        assert {q: _full(mem, q, later) for q in queries} == first and _hits("answer") - before == len(queries)
+        # another process searches at `later`: its hits' accesses lift them in every answer holding them
+        _other_process(root, index, cache, f"import datetime\nm.search('milk', now=datetime.datetime.fromisoformat("
+                       f"{later.isoformat()!r}))")
+        before = _hits("answer")
+        moved = {q: _full(mem, q, later) for q in queries}
+        assert _hits("answer") - before == len(queries)  # answered from the prepared answers, scored again
+        assert moved == {q: _full(plain, q, later) for q in queries} and moved != first
+        assert [h[0] for h in moved["I"]] != [h[0] for h in first["I"]]  # the order changed, not just counts
+        # this process's own accesses (PostgreSQL: queued, then written)
+        mem.search("green tea", now=later + timedelta(hours=1))
+        flush = getattr(mem.index, "flush_access", None)
+        if callable(flush):
+            flush()
+        own = {q: _full(mem, q, later + timedelta(hours=1)) for q in queries}
+        assert own == {q: _full(plain, q, later + timedelta(hours=1)) for q in queries}
+        assert own["I"][0][6] >= 1 and [h[0] for h in own["I"]] != [h[0] for h in moved["I"]]
+    finally:
+        mem.close()
+        plain.close()
+
+
+def test_own_queued_accesses_count_in_a_prepared_answer_at_once(tmp_path, pg_dsn):
+    """PostgreSQL writes access statistics behind the search (``access_delay_ms``): a repeated search of
+    this process, answered from its prepared answer, shows its own earlier accesses still queued."""
+    root = tmp_path / "ws"
+    index = {"backend": "postgres", "dsn": pg_dsn, "access_delay_ms": 60_000}  # nothing written meanwhile
+    with Memory(settings=_settings(root, index, {"backend": "memory"}), embedder=HashEmbedder(),
+                policy=ONE_KEYWORD_SEARCH) as mem:
+        for fact in FACTS:
+            mem.add(fact, infer=False)
+        counts = []
+        before = _hits("answer")
+        for _ in range(3):
+            counts.append({h.record.id: h.record.access_count for h in mem.search("tea")})
+        assert _hits("answer") - before == 2
+        assert len(mem.index.inner._access) > 0  # still queued, not in the table
+        ids = counts[0].keys()
+        assert all(counts[n][i] == n for n in range(3) for i in ids)

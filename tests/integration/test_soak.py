@@ -151,8 +151,8 @@ def test_soak_mixed_calls_from_threads_stay_bounded(root, embedder, small_thresh
         search = mem.index._search
         return {"sessions": deep_size(open_sessions, skip=(embedder, mem, mem.index)),
                 "search structures": deep_size(search),
-                "rest of the Memory": deep_size(mem, skip=(embedder, search, mem.index.cache)),
-                "hot cache": mem.index.cache.nbytes}
+                "rest of the Memory": deep_size(mem, skip=(embedder, search, mem.index.cache, mem.index.answers)),
+                "hot cache": mem.index.cache.nbytes, "prepared answers": deep_size(mem.index.answers)}
 
     steady_half(100)
     live_1 = trim()
@@ -176,4 +176,5 @@ def test_soak_mixed_calls_from_threads_stay_bounded(root, embedder, small_thresh
     assert size_2["rest of the Memory"] <= 1.1 * size_1["rest of the Memory"] + 16 * 1024, (size_1, size_2)
     # the hot cache fills up to its bound (entries and bytes), whatever the number of distinct queries
     assert len(mem.index.cache) <= mem.index.cache.max_entries and size_2["hot cache"] <= mem.index.cache.max_bytes
+    assert len(mem.index.answers) <= mem.index.answers.max_entries == 128  # prepared answers: bounded by entries
     mem.close()

@@ -50,7 +50,8 @@ def cached(index: Any, settings: "CacheSettings") -> Any:
         raise
     if backend is None:
         return index
-    return CachedIndex(index, backend, ttl=settings.ttl, hot_size=settings.hot_size)
+    return CachedIndex(index, backend, ttl=settings.ttl, hot_size=settings.hot_size,
+                       answers=min(128, settings.max_entries))  # prepared answers: records, heavier than entries
 
 
 def cached_queries(embedder: Any, index: Any) -> Any:

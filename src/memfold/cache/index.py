@@ -9,6 +9,9 @@ exactly what the index answers now. Cached:
 - **query results**: ``keyword_search`` (namespace, terms, limit) and ``vector_search`` (namespace,
   the vector's bytes, limit): ids and scores, which only change when rows change (access
   statistics are not part of them);
+- **prepared answers** (``prepared``, ``keep_prepared``; ``cache/answers.py``): a whole search
+  worked out up to its scores, in process, keyed by the namespace, the search's arguments and the
+  counter; the search scores it again with the candidates' current access statistics;
 - **the hot set** (``hot``): a namespace's ``hot_size`` (20) active memories most often accessed,
   recomputed after any write of rows or after ``ttl`` (1 h); the access counts it shows are those
   of when it was computed (reading is no write: an access does not change the counter).
@@ -30,7 +33,7 @@ import json
 import sys
 import threading
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -38,6 +41,7 @@ import numpy as np
 
 from ..metrics import record_cache
 from ..models import MemoryRecord
+from .answers import AnswerCache, Prepared
 from .backends import SKIP, CacheBackend
 
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -81,8 +85,10 @@ def decode_scored(got: bytes) -> list[tuple[str, float]] | None:
 class CachedIndex:
     """An ``Index`` whose searches and hot set go through ``cache``; any other attribute is the index's."""
 
-    def __init__(self, index: Any, cache: CacheBackend, *, ttl: float = 3600.0, hot_size: int = 20):
+    def __init__(self, index: Any, cache: CacheBackend, *, ttl: float = 3600.0, hot_size: int = 20,
+                 answers: int = 128):
         self._index = index
+        self.answers = AnswerCache(answers, ttl)  # prepared search answers, in process (cache/answers.py)
         self.cache = cache
         self.ttl = ttl
         self.hot_size = hot_size
@@ -188,6 +194,21 @@ class CachedIndex:
         self.cache.set(key, encode_scored(result), self.ttl)
         return result
 
+    # ---- prepared answers (cache/answers.py) ---------------------------------------------------
+    def prepared(self, user_id: str, parts: Hashable) -> tuple[Hashable | None, Prepared | None]:
+        """The prepared answer of the search ``parts`` (its arguments) at the counter this search reads
+        (inside ``pinned``), and the key to keep one under (None: not cached, inside a write)."""
+        counter = self._counter(user_id)
+        if counter is None or not callable(getattr(self._index, "access_stats", None)):
+            return None, None
+        key = (user_id, counter, parts)
+        got = self.answers.get(key)
+        record_cache("answer", "miss" if got is None else "hit")
+        return key, got
+
+    def keep_prepared(self, key: Hashable, value: Prepared) -> None:
+        self.answers.put(key, value)
+
     # ---- the hot set ---------------------------------------------------------------------------
     def hot(self, user_id: str) -> list[MemoryRecord]:
         """The namespace's ``hot_size`` active memories with the most accesses, most accessed first."""
@@ -209,4 +230,5 @@ class CachedIndex:
         try:
             self._index.close()
         finally:
+            self.answers.clear()
             self.cache.close()

@@ -9,14 +9,17 @@ conversation excerpt) is embedded whole plus ``query_last_line_weight`` × its l
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
 
+from ..cache.answers import Prepared
+from ..index.rows import with_access
 from ..limits import query_tail
 from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, SearchHit, utcnow
 from ..policy import Policy
@@ -190,13 +193,28 @@ class Retriever:
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
+        prepared = getattr(store.index, "prepared", None) if not include_archived else None
+        slot = prep = None
         early: dict[str, MemoryRecord] = {}
         with pin(user_id) if callable(pin) else nullcontext():
-            keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-            if ahead.on_worker and getattr(store.index, "early_rows", False):  # rows read in process (SQLite)
-                early = {r.id: r for r in store.index.get(user_id, [mid for mid, _ in keyword])}
-            qvec = ahead.result()
-            vector = store.index.vector_search(user_id, qvec, want)
+            if callable(prepared):  # a cache: this search worked out before, at this counter (cache/answers.py)
+                slot, prep = prepared(user_id, (query, k, memory_type, include_episodic, collapse_copies, expand))
+                if prep is not None:
+                    now = now or utcnow()
+                    if not (prep.day == now.date() and (prep.policy is pol or prep.policy == pol)):
+                        prep = None
+                if prep is not None:  # the only part of the candidates that changes without a write of rows
+                    stats = cast(Any, store.index).access_stats(user_id, [r.id for r, _, _, _ in prep.cands])
+                    if len(stats) < len(prep.cands):  # a row not readable (cannot be at this counter): recompute
+                        prep = None
+            if prep is None:
+                keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
+                if ahead.on_worker and getattr(store.index, "early_rows", False):  # rows read in process (SQLite)
+                    early = {r.id: r for r in store.index.get(user_id, [mid for mid, _ in keyword])}
+                qvec = ahead.result()
+                vector = store.index.vector_search(user_id, qvec, want)
+        if prep is not None:
+            return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
@@ -223,12 +241,45 @@ class Retriever:
             sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol)
             hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
                                   keyword_score=kpart, vector_score=vpart))
+        if slot is not None:  # scored again by the next search of the same words at this counter
+            prep = Prepared(pol, now.date(), [(h.record, h.similarity, h.keyword_score, h.vector_score) for h in hits],
+                            cosines, cos_floor, qset)
+        return self._ranked(store, user_id, hits, k, cosines, cos_floor, qset, pol, now, collapse_copies,
+                            record_access, prep, slot)
+
+    def _rescored(self, store: UserStore, user_id: str, prep: Prepared, stats: dict[str, tuple[int, datetime | None]],
+                  k: int, pol: Policy, now: datetime, collapse_copies: bool, record_access: bool) -> list[SearchHit]:
+        """A prepared answer's candidates scored again with their access statistics as they are now."""
+        hits: list[SearchHit] = []
+        for r, sim, kpart, vpart in prep.cands:
+            count, at = stats[r.id]
+            r = with_access(r, count, at)
+            hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
+                                  keyword_score=kpart, vector_score=vpart))
+        return self._ranked(store, user_id, hits, k, prep.cosines, prep.cos_floor, prep.qset, pol, now,
+                            collapse_copies, record_access, prep, None)
+
+    def _ranked(self, store: UserStore, user_id: str, hits: list[SearchHit], k: int, cosines: dict[str, float],
+                cos_floor: float, qset: set[str], pol: Policy, now: datetime, collapse_copies: bool,
+                record_access: bool, prep: Prepared | None, slot: Hashable | None) -> list[SearchHit]:
+        """Scored candidates sorted, collapsed and cut at the relevance floor; their accesses recorded."""
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
         absorbed: dict[str, list[MemoryRecord]] = {}
         hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
         judged = [r.id for h in hits[: k + k // 2] for r in (h.record, *absorbed.get(h.record.id, ()))]
-        hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score,
-                                 terms_held(store.index, user_id, judged, qset), absorbed)
+        if prep is None:
+            held = terms_held(store.index, user_id, judged, qset)
+        else:  # what the index told of these ids before, asked again only for ids not asked yet
+            ask = [i for i in dict.fromkeys(judged) if i not in prep.held]
+            if ask:
+                got = terms_held(store.index, user_id, ask, qset)
+                prep.held.update({i: got.get(i, -1) for i in ask})  # -1: the index did not know it
+            held = {i: prep.held[i] for i in judged if prep.held[i] >= 0}
+        hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score, held, absorbed)
+        if slot is not None and prep is not None:
+            keep = getattr(store.index, "keep_prepared", None)
+            if callable(keep):
+                keep(slot, prep)
         if record_access and hits:
             store.index.record_access(user_id, [h.record.id for h in hits], now)
         return hits

@@ -214,6 +214,23 @@ class AccessQueue:
                 out.append(r)
             return out
 
+    def overlay_stats(self, user_id: str, stats: dict[str, tuple[int, datetime | None]]
+                      ) -> dict[str, tuple[int, datetime | None]]:
+        """``stats`` (id -> access count, last access; read inside ``reading``) with the accesses still
+        queued for them, as ``overlay`` adds them to records."""
+        with self._mu:
+            queues = [b.rows for b in (self._inflight, self._batch) if b is not None and b.rows]
+            if not queues:
+                return stats
+            out = dict(stats)
+            for mid, (count, at) in stats.items():
+                for rows in queues:
+                    q = rows.get((user_id, mid))
+                    if q is not None:
+                        count, at = count + q[0], q[1]
+                out[mid] = (count, at)
+            return out
+
     def close(self) -> None:
         """Stop the thread and write what is queued (a normal close loses nothing)."""
         self._closed = True
@@ -282,3 +299,7 @@ class PgAccess:
 
     def _overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         return self._access.overlay(records) if self._access is not None else records
+
+    def _overlay_stats(self, user_id: str, stats: dict[str, tuple[int, datetime | None]]
+                       ) -> dict[str, tuple[int, datetime | None]]:
+        return self._access.overlay_stats(user_id, stats) if self._access is not None else stats

@@ -22,13 +22,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..models import MemoryRecord
 from .pg_rows_mixin import _COLS, _N
-from .rows import record_from_row
+from .rows import record_from_row, timestamp
 
 _M_COLS = ", ".join(f"m.{c.strip()}" for c in _COLS.split(","))
 # the nearest rows (HNSW) with their rows and those of the noted candidates, in one statement
@@ -86,6 +87,9 @@ class PgSearchScope:
         def _reading(self) -> AbstractContextManager[None]: ...
 
         def _overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]: ...
+
+        def _overlay_stats(self, user_id: str, stats: dict[str, tuple[int, datetime | None]]
+                           ) -> dict[str, tuple[int, datetime | None]]: ...
 
         def _take_seq(self, user_id: str) -> tuple[int, int] | None: ...
 
@@ -151,6 +155,17 @@ class PgSearchScope:
         if s is not None:
             s.terms.update((r[0], frozenset(r[_N])) for r in got if r[_N] is not None)
         return records
+
+    def access_stats(self, user_id: str, ids: Sequence[str]) -> dict[str, tuple[int, datetime | None]]:
+        """id -> (access count, last access) of the rows of ``ids`` in the namespace, as ``get`` would
+        read them (with this process's queued accesses), without the rest of the rows: a prepared
+        search answer (``cache/answers.py``) needs nothing else to score its candidates again."""
+        if not ids:
+            return {}
+        with self._cur() as cur, self._reading():
+            cur.execute("SELECT id, access_count, last_accessed_at FROM memory_rows WHERE user_id = %s "
+                        "AND id = ANY(%s)", (user_id, list(ids)))
+            return self._overlay_stats(user_id, {r[0]: (int(r[1]), timestamp(r[2])) for r in cur.fetchall()})
 
     def _wants_terms(self, user_id: str) -> bool:
         """Read the rows' stored terms too: this process holds no keyword index of the namespace (its

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
@@ -103,6 +103,17 @@ _TYPES = {t.value: t for t in MemoryType}
 # object.__setattr__, a third of the time of reading a row); anything else takes the constructor
 _FILL = ({f.name for f in fields(MemoryRecord)} == set(RECORD_FIELDS)
          and not hasattr(MemoryRecord, "__post_init__") and not hasattr(MemoryRecord, "__slots__"))
+
+
+def with_access(r: MemoryRecord, count: int, at: datetime | None) -> MemoryRecord:
+    """``r`` with the access statistics ``count`` and ``at`` (itself when they are its own)."""
+    if r.access_count == count and r.last_accessed_at == at:
+        return r
+    if not _FILL:
+        return replace(r, access_count=count, last_accessed_at=at)
+    rec = object.__new__(MemoryRecord)
+    rec.__dict__.update(r.__dict__, access_count=count, last_accessed_at=at)
+    return rec
 
 
 def record_from_row(row: Sequence[Any]) -> MemoryRecord:
