@@ -20,7 +20,7 @@ from ..models import HistoryEntry, MemoryRecord
 from ..workspace.files import FileLock
 from . import leases, terms_version
 from .base import IndexItem
-from .rows import RECORD_FIELDS, history_from_row, record_from_row, timestamp
+from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_cache import SqliteCacheReads
 from .sqlite_rows import SqlitePurge, SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
@@ -278,18 +278,6 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                 for r in self._db.execute(q, [user_id, *part]):
                     out[r[0]] = record_from_row(r)
         return [out[i] for i in ids if i in out]
-
-    def access_stats(self, user_id: str, ids: Sequence[str]) -> dict[str, tuple[int, datetime | None]]:
-        """id -> (access count, last access) of the rows of ``ids`` in the namespace, as ``get`` reads them."""
-        out: dict[str, tuple[int, datetime | None]] = {}
-        with self._lock:
-            for chunk in range(0, len(ids), 500):
-                part = list(ids[chunk: chunk + 500])
-                q = ("SELECT id, access_count, last_accessed_at FROM memories WHERE +user_id = ? "
-                     f"AND id IN ({','.join('?' * len(part))})")
-                for r in self._db.execute(q, [user_id, *part]):
-                    out[r[0]] = (int(r[1]), timestamp(r[2]))
-        return out
 
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
                      memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:

@@ -1,14 +1,17 @@
 """What the hot cache (``cache/``) asks of the embedded index besides the read protocols: its
-identity, its change counter and the most accessed memories of a namespace."""
+identity, its change counter, the most accessed memories of a namespace and the access statistics
+of given rows (a prepared answer, ``cache/answers.py``, is scored again with them)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..models import MemoryRecord
-from .rows import RECORD_FIELDS, record_from_row
+from .rows import RECORD_FIELDS, record_from_row, timestamp
 
 _COLS = ", ".join(RECORD_FIELDS)
 
@@ -45,3 +48,15 @@ class SqliteCacheReads:
             return [record_from_row(r) for r in self._db.execute(
                 f"SELECT {_COLS} FROM memories WHERE user_id = ? AND is_active = 1 AND access_count > 0 "
                 "ORDER BY access_count DESC, last_accessed_at DESC, id LIMIT ?", (user_id, limit))]
+
+    def access_stats(self, user_id: str, ids: Sequence[str]) -> dict[str, tuple[int, datetime | None]]:
+        """id -> (access count, last access) of the rows of ``ids`` in the namespace, as ``get`` reads them."""
+        out: dict[str, tuple[int, datetime | None]] = {}
+        with self._lock:
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk: chunk + 500])
+                q = ("SELECT id, access_count, last_accessed_at FROM memories WHERE +user_id = ? "
+                     f"AND id IN ({','.join('?' * len(part))})")
+                for r in self._db.execute(q, [user_id, *part]):
+                    out[r[0]] = (int(r[1]), timestamp(r[2]))
+        return out
