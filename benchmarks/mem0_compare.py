@@ -112,23 +112,13 @@ def compare(n: int, args: argparse.Namespace, emb: UseEmbedder, Mem0) -> dict:  
             store._save = save
             save()
             m0_res["ingest_note"] = "not comparable: --fast-mem0-load skipped mem0's per-insert saves"
-        contenders = {"memfold": lambda q: mf.search(q, "bench", limit=10, record_access=False),
-                      "mem0": lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
-                      "embedding": lambda q: embed_query(emb, [q])}
-        ahead = None
-        if args.also_ahead:  # the same store, its own cache, the query embedded on the worker thread
-            ahead = Memory(root=tmp / "memfold", embedder=emb)
-            ahead.retriever.query_ahead = True
-            contenders["memfold_ahead"] = lambda q: ahead.search(q, "bench", limit=10, record_access=False)
-        lat = time_searches(contenders, queries)
+        lat = time_searches({"memfold": lambda q: mf.search(q, "bench", limit=10, record_access=False),
+                             "mem0": lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
+                             "embedding": lambda q: embed_query(emb, [q])}, queries)
         mf.close()
-        if ahead is not None:
-            ahead.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mf_res["search_ms"], m0_res["search_ms"], embed_ms = lat["memfold"], lat["mem0"], lat["embedding"]
-    if "memfold_ahead" in lat:
-        mf_res["search_ms_query_ahead"] = lat["memfold_ahead"]
     print(json.dumps([mf_res, m0_res]), file=sys.stderr, flush=True)
     ratios = {
         "ingest_batch (memfold/mem0, higher is better)":
@@ -152,9 +142,6 @@ def main() -> None:
     ap.add_argument("--fast-mem0-load", action="store_true",
                     help="load mem0's FAISS store without its save after every insert (its search is unchanged; "
                          "its ingest rate is then not comparable): a 10k run in minutes, not half an hour")
-    ap.add_argument("--also-ahead", action="store_true",
-                    help="also time memfold with [embedder] query_ahead on (the query embedded on a worker "
-                         "thread during the keyword side), on the same store, interleaved with the others")
     args = ap.parse_args()
 
     from mem0 import Memory as Mem0  # imported here: a missing mem0 should fail with its own message
@@ -174,11 +161,6 @@ def main() -> None:
               f"{mf['p99']:.2f} | {m0['p50']:.2f} / {m0['p95']:.2f} / {m0['p99']:.2f} | "
               f"{r['ratios']['search_p50 (mem0/memfold, higher is better)']:.2f} "
               f"| {e['cpu_mean']:.2f} / {mf['cpu_mean']:.2f} / {m0['cpu_mean']:.2f} |")
-    for r in reports:
-        ah, m0 = r["memfold"].get("search_ms_query_ahead"), r["mem0"]["search_ms"]
-        if ah:
-            print(f"n={r['n']:,}: memfold with query_ahead: p50 {ah['p50']:.2f} / p95 {ah['p95']:.2f}, "
-                  f"CPU mean {ah['cpu_mean']:.2f}; mem0/memfold(query_ahead) p50 {m0['p50'] / ah['p50']:.2f}")
 
 
 if __name__ == "__main__":

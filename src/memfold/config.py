@@ -28,7 +28,6 @@ class EmbedderSettings:
     batch_size: int = 64
     threads: int = 0  # bundled USE: batches embedded at once on worker threads; 0 = all cores
     max_chars: int = 2000  # each text is cut to this many characters for its vector (the text is kept whole)
-    query_ahead: bool = False  # true: a search embeds its query on one worker thread while it does the keyword side
 
 
 @dataclass(frozen=True)

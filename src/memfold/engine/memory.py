@@ -62,7 +62,7 @@ class Memory(AgentCalls, Upkeep):
         self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy, PolicyFiles]] = {}
         self._stores: dict[str, UserStore] = {}
         self._lock = threading.RLock()
-        self.retriever = Retriever(self._store, self.policy, query_ahead=self.settings.embedder.query_ahead)
+        self.retriever = Retriever(self._store, self.policy)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         ix = self.settings.index
         self.vector_worker = start_for(self.index, self.embedder, ix.write_ahead, ix.write_ahead_delay_ms)

@@ -27,7 +27,6 @@ from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
-from .query_ahead import embed_ahead
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
@@ -165,11 +164,9 @@ def archived_candidates(store: UserStore, user_id: str, qterms: list[str], qvec:
 
 
 class Retriever:
-    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], *,
-                 query_ahead: bool = False):
+    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy]):
         self._store = store
         self._policy = policy
-        self.query_ahead = query_ahead  # [embedder] query_ahead: the query's vector on a worker thread
 
     @scoped  # one scope of the index per search (fewer round trips on PostgreSQL: index/pg_scope.py)
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
@@ -186,16 +183,12 @@ class Retriever:
         warm = getattr(store.embedder, "warm", None)
         if callable(warm):  # a first search loads the model while the index loads
             warm()
-        # the model's pass on a worker thread (engine/query_ahead.py) while this one does the keyword side
-        ahead = embed_ahead(lambda: query_vector(store.embedder, query, pol.query_last_line_weight),
-                            self.query_ahead)
         store.sync(wait=False)
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
         pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
         prepared = getattr(store.index, "prepared", None) if not include_archived else None
         slot = prep = None
-        early: dict[str, MemoryRecord] = {}
         with pin(user_id) if callable(pin) else nullcontext():
             if callable(prepared):  # a cache: this search worked out before, at this counter (cache/answers.py)
                 slot, prep = prepared(user_id, (query, k, memory_type, include_episodic, collapse_copies, expand))
@@ -209,9 +202,7 @@ class Retriever:
                         prep = None
             if prep is None:
                 keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-                if ahead.on_worker and getattr(store.index, "early_rows", False):  # rows read in process (SQLite)
-                    early = {r.id: r for r in store.index.get(user_id, [mid for mid, _ in keyword])}
-                qvec = ahead.result()
+                qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
         if prep is not None:
             return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access)
@@ -225,8 +216,7 @@ class Retriever:
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
-        records = early  # the keyword candidates' rows, read while the model ran, and the others now
-        records.update((r.id, r) for r in store.index.get(user_id, [mid for mid in fused if mid not in early]))
+        records = {r.id: r for r in store.index.get(user_id, list(fused))}
         now = now or utcnow()
         cues = query_cues(query, now, pol)
         hits: list[SearchHit] = []

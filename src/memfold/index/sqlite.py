@@ -35,9 +35,6 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
     _tx_depth = 0  # open transactions of this object (``_Tx``)
-    # rows are read in process (no round trip): a search reads its keyword candidates' rows while the
-    # query's vector is computed on another thread (engine/query_ahead.py)
-    early_rows = True
 
     def __init__(self, path: Path, *, dim: int, embedder_name: str, vector_exact_max: int = EXACT_MAX):
         self.path = Path(path)
