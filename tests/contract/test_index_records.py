@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 import numpy as np
@@ -24,6 +25,24 @@ def test_round_trip_keeps_every_field(index: Index) -> None:
     [got] = index.get("alice", ["m1"])
     assert got == r
     assert got.created_at.utcoffset() == timedelta(0) and got.last_accessed_at.tzinfo is not None
+
+
+def test_rows_read_by_a_search_keep_every_field(index: Index) -> None:
+    """The rows a search reads (PostgreSQL: with the nearest rows, and by ``get`` in the search's
+    scope, ``structured_data`` sent as text and decoded here) equal the records written: nested and
+    flat objects, a long one, an empty one."""
+    data = [{"pet": {"name": "Mochi", "ages": [1, 2.5]}, "语言": "中文", "ok": True, "none": None},
+            {"role": "user", "speaker": "Ann", "n": 3, "x": 1e-7}, {"long": "y" * 400, "k": [1, {"a": None}]}, {}]
+    recs = [rec(f"s{i}", f"tuna note {i}", structured_data=d, source_ids=(f"t{i}",), access_count=i)
+            for i, d in enumerate(data)]
+    index.upsert([item(r, unit(1, i)) for i, r in enumerate(recs)])
+    scope = getattr(index, "search_scope", None)
+    with scope("alice") if callable(scope) else contextlib.nullcontext():
+        index.keyword_search("alice", ["tuna"], 2)  # noted: its rows come with the nearest rows
+        assert {mid for mid, _ in index.vector_search("alice", unit(1, 0), 4)} == {r.id for r in recs}
+        got = index.get("alice", [r.id for r in reversed(recs)])
+    assert got == list(reversed(recs))
+    assert [g.structured_data for g in got] == list(reversed(data))
 
 
 def test_get_keeps_request_order_and_skips_unknown(index: Index) -> None:

@@ -52,7 +52,7 @@ def _check_structures(mem: Memory) -> None:
         assert k["slot_capacity"] <= 2 * k["slots"] + 256, (user, k)
         assert k["df_capacity"] <= 2 * k["vocab"] + 64, (user, k)
         assert k["delta_postings"] <= KeywordIndex.FOLD_MIN_POSTINGS + 200, (user, k)
-        assert k["kept_postings"] <= KeywordIndex.MEMO_SHARE * k["postings"], (user, k)  # searched terms' weights
+        assert k["kept_bytes"] <= KeywordIndex.MEMO_SHARE * KeywordIndex.POSTING_BYTES * k["postings"], (user, k)
         # the vocabulary: the live rows' terms plus those of rows changed since the last fold
         assert k["vocab"] <= _live_terms(mem, user) + 2 * KeywordIndex.FOLD_MIN_POSTINGS, (user, k)
 

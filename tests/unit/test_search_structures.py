@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from memfold.index.keywords import K1, B, KeywordIndex, best_positions, bm25_weights
+from memfold.index.keywords import K1, B, KeywordIndex, best_positions, best_positive, bm25_weights
 from memfold.index.vectors import VectorMatrix, best_set
 
 WORDS = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier canyon orchid "
@@ -193,6 +193,41 @@ def test_best_positions_ranks_ties_by_position() -> None:
         assert best_positions(vals, limit).tolist() == want
 
 
+def test_best_positive_is_the_ranked_positive_scores() -> None:
+    """The keyword search's selection over the whole score array: the ``limit`` best positive scores,
+    best first, equal scores by position, whether most of the array is positive (a search of common
+    terms: the sample's floor), few of it (fewer positives than ``limit`` or than the sample needs) or
+    none; ties at the cut and zeros everywhere else."""
+    rng = np.random.default_rng(21)
+    for n, limit, share in ((30_000, 20, 0.9), (30_000, 20, 0.02), (30_000, 20, 0.0005), (5_000, 40, 0.5),
+                            (200, 20, 0.5), (30_000, 1, 0.3), (3_000, 30, 0.0), (100_000, 60, 0.25)):
+        vals = np.where(rng.random(n) < share, rng.integers(1, 40, n), 0).astype(np.float64)
+        want = sorted((i for i in range(n) if vals[i] > 0), key=lambda i: (-vals[i], i))[:limit]
+        assert best_positive(vals, limit).tolist() == want, (n, limit, share)
+    # the cut falls inside a run of equal scores that the sample's floor equals: all of them are ranked
+    vals = np.where(rng.random(30_000) < 0.6, 1.0, 0.0)
+    vals[[17, 4_000, 29_999]] = 2.0
+    assert best_positive(vals, 20).tolist() == [17, 4_000, 29_999] + np.flatnonzero(vals == 1.0)[:17].tolist()
+
+
+def test_keyword_search_of_common_terms_in_a_big_index_is_the_one_pass_search() -> None:
+    """At more rows than the selection's sample needs (64 per wanted row), the search ranks only the
+    rows at or above the sample's floor: the same answers, to the bit, as ranking every positive row,
+    for common terms (most rows match), rare ones (fewer matches than wanted) and after removals."""
+    rng = random.Random(5)
+    k = KeywordIndex()
+    docs = {f"m{i}": " ".join(rng.choice(WORDS[: rng.randint(2, len(WORDS))]) for _ in range(rng.randint(1, 10)))
+            for i in range(6_000)}
+    docs.update({f"r{i}": f"rare{i % 7} " + rng.choice(WORDS) for i in range(12)})
+    k.upsert(list(docs), list(docs.values()))
+    queries = [rng.sample(WORDS, rng.randint(1, 5)) for _ in range(30)] + [["rare3"], ["rare1", "rare2"], ["none"]]
+    for step in range(3):
+        for q in queries:
+            for limit in (1, 10, 30):
+                assert k.search(q, limit) == _one_pass_search(k, q, limit), (q, limit)
+        k.remove(rng.sample(sorted(docs), 500))
+
+
 def test_bm25_weights_are_the_formula_to_the_bit() -> None:
     """The in-place weighting gives exactly the bits of the formula written out (scores and their ties
     do not move)."""
@@ -265,7 +300,10 @@ def test_kept_term_weights_score_to_the_bit_and_stay_bounded(monkeypatch) -> Non
             kept_hits += all(k.vocab.get(t) in k._memo for t in q if k.vocab.get(t) is not None and k.df[k.vocab[t]] > 0)
             assert k.search(q, 15) == _one_pass_search(k, q, 15)
             assert k._memo_size == sum(len(s) for s, _ in k._memo.values())
-            assert k._memo_size <= KeywordIndex.MEMO_SHARE * (len(k.t_slot) + k.d_size)
+            # a term of the base keeps its weights only (its slots: a view of the postings), others both
+            own = sum(w.nbytes + (0 if np.shares_memory(s, k.t_slot) else s.nbytes) for s, w in k._memo.values())
+            assert k._memo_bytes == own
+            assert k._memo_bytes <= KeywordIndex.MEMO_SHARE * KeywordIndex.POSTING_BYTES * (len(k.t_slot) + k.d_size)
         op = step % 4
         if op == 0:  # a new row (into the delta, folded past the threshold)
             mid = f"n{step}"

@@ -45,20 +45,37 @@ def idf_of(n: int, df: int) -> float:
 SAMPLE_PER_ROW = 64
 
 
-def best_positions(vals: np.ndarray, limit: int) -> np.ndarray:
+def best_positions(vals: np.ndarray, limit: int, keep: np.ndarray | None = None) -> np.ndarray:
     """Positions of the ``limit`` best ``vals``, best first, equal values by position. The ``limit``-th
     best of a strided sample bounds the ``limit``-th best of all from below, so only the values at or
     above it are ranked: a few hundred instead of tens of thousands. (``argpartition`` alone chose
-    among values tied at the cut by its own pivots, differently for different inputs.)"""
-    if len(vals) > SAMPLE_PER_ROW * limit:
+    among values tied at the cut by its own pivots, differently for different inputs.) ``keep``: the
+    ascending positions known to hold the ``limit`` best (and every value tied with the last of them)."""
+    if keep is None and len(vals) > SAMPLE_PER_ROW * limit:
         sample = vals[:: len(vals) // (SAMPLE_PER_ROW * limit // 2)]
         keep = np.flatnonzero(vals >= np.partition(sample, len(sample) - limit)[len(sample) - limit])
-    else:
+    elif keep is None:
         keep = np.arange(len(vals))
     if len(keep) > limit:  # every value tied with the limit-th best stays in
         sub = vals[keep]
         keep = keep[sub >= np.partition(sub, len(sub) - limit)[len(sub) - limit]]
     return keep[np.lexsort((keep, -vals[keep]))[:limit]]
+
+
+def best_positive(scores: np.ndarray, limit: int) -> np.ndarray:
+    """Positions of the ``limit`` best positive ``scores``, best first, equal scores by position: what
+    ``best_positions`` gives over the positive scores' positions, without listing them all first (a
+    search of common terms scores most of a big namespace). The ``limit``-th best of a strided sample
+    of the whole array, when positive, bounds the ``limit``-th best from below: the positions at or
+    above it are the only ones ranked. Otherwise (fewer positive values than the sample needs) the
+    positive positions are listed and ranked."""
+    if len(scores) > SAMPLE_PER_ROW * limit:
+        sample = scores[:: len(scores) // (SAMPLE_PER_ROW * limit // 2)]
+        floor = np.partition(sample, len(sample) - limit)[len(sample) - limit]
+        if floor > 0:
+            return best_positions(scores, limit, np.flatnonzero(scores >= floor))
+    cand = np.flatnonzero(scores > 0)
+    return cand[best_positions(scores[cand], limit)] if len(cand) > limit else cand[np.lexsort((cand, -scores[cand]))]
 
 
 class KeywordIndex:
@@ -67,8 +84,11 @@ class KeywordIndex:
     FOLD_MIN_POSTINGS = 20_000
     COMPACT_MIN_DEAD = 1024
     # the weighted postings of the terms searched since the last change are kept (common terms' lists
-    # come back query after query) up to this share of the index's postings
+    # come back query after query) in at most this share of the bytes of the index's postings
+    # (``POSTING_BYTES`` each): a term of the base keeps its weights only (8 bytes a posting, its slots
+    # are a view of ``t_slot``), one with delta postings its slots too (16)
     MEMO_SHARE = 0.25
+    POSTING_BYTES = 16  # t_slot, t_tf, s_tid, s_tf: 4 bytes each
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
@@ -97,6 +117,7 @@ class KeywordIndex:
         self._words: list[str] | None = None  # term by id (``doc_terms``); rebuilt after a renumbering
         self._memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # term id -> weighted postings (``_weighted``)
         self._memo_size = 0  # postings in ``_memo``
+        self._memo_bytes = 0  # bytes ``_memo``'s arrays hold of their own (a view of ``t_slot`` holds none)
 
     # ---- building ------------------------------------------------------------------
     def _tids(self, tokens: list[str]) -> np.ndarray:
@@ -286,6 +307,7 @@ class KeywordIndex:
         return {"live": self.live, "slots": self.n, "slot_capacity": len(self.dl), "vocab": len(self.vocab),
                 "df_capacity": len(self.df), "delta_postings": self.d_size, "delta_rows": len(self.d_terms),
                 "postings": len(self.t_slot) + self.d_size, "kept_postings": self._memo_size,
+                "kept_bytes": self._memo_bytes,
                 "nbytes": int(sum(a.nbytes for a in (self.df, self.dl, self.alive, self.t_ptr, self.t_slot,
                                                      self.t_tf, self.s_ptr, self.s_tid, self.s_tf)))}
 
@@ -339,7 +361,7 @@ class KeywordIndex:
 
     def _weighted(self, tid: int, avgdl: float) -> tuple[np.ndarray, np.ndarray] | None:
         """A term's postings (slots, then the delta's) with their BM25 weights; kept until the index
-        changes (``_memo``), within ``MEMO_SHARE`` of the index's postings. Weighing a term alone gives
+        changes (``_memo``), within ``memo_budget()`` bytes. Weighing a term alone gives
         each posting the bits the one pass over every term's postings gave (the same operations on the
         same operands, element by element: ``bm25_weights``)."""
         got = self._memo.get(tid)
@@ -357,18 +379,27 @@ class KeywordIndex:
             tf_parts.append(delta[1])
         if not slot_parts:
             return None
-        slots = np.concatenate(slot_parts, dtype=np.int64)
+        # a base term's slots stay the view of ``t_slot`` they are (int32: ``bincount`` reads them as it
+        # read the int64 copy, value for value); delta postings make a copy of both
+        slots = slot_parts[0] if len(slot_parts) == 1 else np.concatenate(slot_parts, dtype=np.int64)
         weights = bm25_weights(np.concatenate(tf_parts, dtype=np.float64), self.dl[slots], avgdl,
                                idf_of(self.live, int(self.df[tid])))
-        if self._memo_size + len(slots) <= self.MEMO_SHARE * (len(self.t_slot) + self.d_size):
+        own = weights.nbytes + (0 if len(slot_parts) == 1 and delta is None else slots.nbytes)
+        if self._memo_bytes + own <= self.memo_budget():
             self._memo[tid] = (slots, weights)
             self._memo_size += len(slots)
+            self._memo_bytes += own
         return slots, weights
+
+    def memo_budget(self) -> int:
+        """Bytes the kept weights may hold: ``MEMO_SHARE`` of the bytes of the index's postings."""
+        return int(self.MEMO_SHARE * self.POSTING_BYTES * (len(self.t_slot) + self.d_size))
 
     def _changed(self) -> None:
         """Rows, lengths or slots changed: every kept weight is stale."""
         self._memo.clear()
         self._memo_size = 0
+        self._memo_bytes = 0
 
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         if self.live == 0 or limit <= 0:
@@ -392,9 +423,6 @@ class KeywordIndex:
         scores = np.bincount(slots, weights=weights, minlength=self.n)
         if self.live != self.n:
             scores[~self.alive[: self.n]] = 0.0
-        cand = np.flatnonzero(scores > 0)
-        if len(cand) > limit:
-            cand = cand[best_positions(scores[cand], limit)]  # slots ascend: equal scores by slot
         # best first; equal scores by slot (insertion order), as stable as the SQL backends' tie-break
-        cand = cand[np.lexsort((cand, -scores[cand]))]
+        cand = best_positive(scores, limit)
         return [(self.ids[s], float(scores[s])) for s in cand.tolist()]

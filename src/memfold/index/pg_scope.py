@@ -28,10 +28,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..models import MemoryRecord
-from .pg_rows_mixin import _COLS, _N
+from .pg_rows_mixin import _COL_LIST, _N
 from .rows import record_from_row, timestamp
 
-_M_COLS = ", ".join(f"m.{c.strip()}" for c in _COLS.split(","))
+# ``structured_data`` as its text: rows repeat a few short objects, decoded once each (``rows._flat_json``)
+# instead of by the driver row by row
+_SEL_COLS = ", ".join(f"{c}::text" if c == "structured_data" else c for c in _COL_LIST)
+_M_COLS = ", ".join(f"m.{c}::text" if c == "structured_data" else f"m.{c}" for c in _COL_LIST)
 # the nearest rows (HNSW) with their rows and those of the noted candidates, in one statement
 _NEAREST_ROWS = (
     "WITH v AS MATERIALIZED (SELECT id, s, row_number() OVER () AS r FROM (SELECT id, 1 - (embedding <=> %(v)s) AS s "
@@ -148,7 +151,7 @@ class PgSearchScope:
     def _read_rows(self, user_id: str, ids: Sequence[str], s: Scope | None = None) -> list[MemoryRecord]:
         """The rows of ``ids``; in a scope ``s`` with their stored keyword terms (for ``terms_held``)."""
         with self._cur() as cur, self._reading():  # the connection first: a flush holds one while it waits
-            cur.execute(f"SELECT {_COLS}{', terms' if s is not None else ''} FROM memory_rows "
+            cur.execute(f"SELECT {_SEL_COLS}{', terms' if s is not None else ''} FROM memory_rows "
                         "WHERE user_id = %s AND id = ANY(%s)", (user_id, list(ids)))
             got = cur.fetchall()
             records = self._overlay([record_from_row(r[:_N]) for r in got])
