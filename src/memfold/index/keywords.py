@@ -405,8 +405,8 @@ class KeywordIndex:
         if self.live == 0 or limit <= 0:
             return []
         avgdl = self.total_len / self.live if self.total_len > 0 else 1.0
-        # every term's weighted postings in one array, term after term: the sums below add them in
-        # the same order as one BM25 pass per term
+        # every term's weighted postings, term after term: the sums below add them in the same order as
+        # one BM25 pass per term
         slot_parts, weight_parts = [], []
         for t in dict.fromkeys(terms):
             tid = self.vocab.get(t)
@@ -418,9 +418,11 @@ class KeywordIndex:
                 weight_parts.append(got[1])
         if not slot_parts:
             return []
-        slots = np.concatenate(slot_parts) if len(slot_parts) > 1 else slot_parts[0]
-        weights = np.concatenate(weight_parts) if len(weight_parts) > 1 else weight_parts[0]
-        scores = np.bincount(slots, weights=weights, minlength=self.n)
+        # term after term, each row's weights added in place: the additions ``bincount`` made over the
+        # terms' postings concatenated, in the same order (a term holds a row once), without the copy
+        scores = np.zeros(self.n)
+        for slots, weights in zip(slot_parts, weight_parts):
+            np.add.at(scores, slots, weights)
         if self.live != self.n:
             scores[~self.alive[: self.n]] = 0.0
         # best first; equal scores by slot (insertion order), as stable as the SQL backends' tie-break
