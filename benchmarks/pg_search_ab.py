@@ -3,7 +3,7 @@ cached, ``build_context``) on a namespace built once and kept, so that two versi
 be timed on the same rows in one session, one after the other or in turns.
 
     python benchmarks/pg_search_ab.py --dsn postgresql://postgres@127.0.0.1:55442/b10k --root /tmp/ws10k \\
-        --n 10000 [--queries 200] [--rounds 1] [--stages] [--json OUT]
+        --n 10000 [--queries 200] [--rounds 1] [--stages] [--json OUT] [--answers OUT]
 
 The first run ingests ``--n`` of the bench's synthetic texts into ``--root`` and the PostgreSQL
 index at ``--dsn`` (user ``bench``); later runs find them there and only search. With ``--bulk`` the
@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,8 @@ def main() -> None:
     ap.add_argument("--label", default=os.path.dirname(os.path.dirname(read.__file__)))
     ap.add_argument("--json", default="")
     ap.add_argument("--bulk", action="store_true", help="build through the embedded index and one HNSW build")
+    ap.add_argument("--answers", default="", help="after the timing, write each query's answer (ids, scores, at "
+                    "a fixed time) here, one JSON line per query: two codes' files compare answer by answer")
     args = ap.parse_args()
     if args.bulk:
         bulk_build(args.root, args.dsn, args.n)
@@ -187,6 +190,15 @@ def main() -> None:
                 if clock is embedded:
                     staged = dict(acc)
         rows = mem.index.count(USER)
+        if args.answers:
+            at = datetime(2026, 11, 27, tzinfo=timezone.utc)  # the recency term does not move between codes
+            with open(args.answers, "w") as f:
+                for r in range(args.rounds):
+                    for q in synthetic_queries(args.queries, seed=args.seed + r):
+                        hits = mem.retriever.search(q, USER, limit=10, record_access=False, now=at)
+                        f.write(json.dumps({"query": q, "hits": [[h.record.id, h.score, h.similarity, h.keyword_score,
+                                                                  h.vector_score, h.relevance] for h in hits]},
+                                           ensure_ascii=False) + "\n")
     out = {"code": args.label, "n": rows, "queries": len(embedded.walls), "search_ms": embedded.report(),
            "search_no_embed_ms": cached.report(), "build_context_ms": context.report(),
            "load_avg": [round(x, 2) for x in os.getloadavg()]}
