@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from memfold.eval.bench import synthetic_texts
-from memfold.text.secrets import _lower_as_regex, find_secret, find_secrets, screen
+from memfold.text.casefold import lower_as_regex
+from memfold.text.secrets import find_secret, find_secrets, screen
 
 from ..support.secrets_corpus import CASES
 
@@ -52,7 +53,7 @@ def test_the_first_look_finds_what_every_rule_finds():
 
 
 def test_lower_casing_matches_the_rules_case_folding_for_every_character():
-    """An ASCII letter is in ``_lower_as_regex(c)`` exactly when ``(?i)`` takes ``c`` for it
+    """An ASCII letter is in ``lower_as_regex(c)`` exactly when ``(?i)`` takes ``c`` for it
     (İ and ı for i, ſ for s, the Kelvin sign for k), over all of Unicode."""
     letter = re.compile("(?i)[a-z]")
     wrong = []
@@ -60,7 +61,7 @@ def test_lower_casing_matches_the_rules_case_folding_for_every_character():
         if 0xD800 <= cp <= 0xDFFF:
             continue
         c = chr(cp)
-        low = _lower_as_regex(c)
+        low = lower_as_regex(c)
         ascii_letters = [ch for ch in low if "a" <= ch <= "z"]
         if letter.fullmatch(c):
             if not (len(low) == 1 and ascii_letters and re.fullmatch("(?i)" + low, c)):

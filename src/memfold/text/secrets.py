@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from .casefold import lower_as_regex
 from .terms import terms
 
 MARKER = "[redacted]"
@@ -276,9 +277,6 @@ _KEYWORD_HINTS = ("pw", "pin", "cvv", "cvc", "security", "verification", "time",
                   "login", "api", "secret", "client", "auth", "refresh", "bearer", "token", "private", "app",
                   "signing", "密", "口令", "码", "钥", "令牌")
 _SPREAD_PASS = re.compile(r"p[\s._*-]?[a@4][\s._*-]?[s$5][\s._*-]?[s$5]")  # "pass…" spread (p a s s, p@ss)
-# what ``(?i)`` also takes for an ASCII letter: İ ı for i, ſ for s, the Kelvin sign for k
-_FOLD = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
-_FOLDED = ("\u0130", "\u0131", "\u017f", "\u212a")
 _FORMAT_HINTS: tuple[tuple[str, ...], ...] = (
     ("PRIVATE KEY",), ("k-",), ("k_",), ("AKIA", "ASIA"), ("AIza",),
     ("ghp", "gho", "ghu", "ghs", "ghr", "github_pat", "glpat", "xox", "hf", "npm"), ("eyJ",))
@@ -287,15 +285,8 @@ _LOGIN_HINTS = ("/", "|")
 _DIGIT = re.compile(r"\d")
 
 
-def _lower_as_regex(text: str) -> str:
-    """``text`` lower-cased so that an ASCII word is in it exactly where ``(?i)`` would match it."""
-    if not text.isascii() and any(map(text.__contains__, _FOLDED)):
-        text = text.translate(_FOLD)
-    return text.lower()
-
-
 def _keyword_rules_apply(text: str) -> bool:
-    low = _lower_as_regex(text)
+    low = lower_as_regex(text)
     return any(map(low.__contains__, _KEYWORD_HINTS)) or _SPREAD_PASS.search(low) is not None
 
 
