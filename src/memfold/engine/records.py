@@ -99,10 +99,13 @@ def record_from_entry(e: md.Entry, entry_id: str, user_id: str, file: str, fallb
     )
 
 
+_HASH_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)  # json.dumps(…) with these, made once
+
+
 def content_hash(r: MemoryRecord) -> str:
     """Hash of what a file holds for a record; a hand edit changes it."""
-    payload = json.dumps([r.memory_type.value, r.content, r.importance, r.confidence, list(r.source_ids),
-                          r.structured_data, r.agent_id], ensure_ascii=False, sort_keys=True)
+    payload = _HASH_JSON.encode([r.memory_type.value, r.content, r.importance, r.confidence, list(r.source_ids),
+                                 r.structured_data, r.agent_id])
     return hashlib.sha1(payload.encode("utf-8")).hexdigest()
 
 

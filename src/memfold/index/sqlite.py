@@ -26,7 +26,7 @@ from .sqlite_rows import SqlitePurge, SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures, SqliteTermReads
 from .sqlite_tx import _read_only, _reason, _Tx
-from .sqlite_upsert import upsert_rows
+from .sqlite_upsert import JSON_TEXT, upsert_rows
 from .vectors import EXACT_MAX
 
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
@@ -205,7 +205,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                 "INSERT INTO history (user_id, memory_id, action, at, old_content, new_content, detail) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(e.user_id, e.memory_id, e.action, e.at.isoformat(), e.old_content, e.new_content,
-                  json.dumps(e.detail, ensure_ascii=False)) for e in entries])
+                  JSON_TEXT.encode(e.detail)) for e in entries])
 
     def add_relation(self, user_id: str, source_id: str, target_id: str, relation: str, strength: float) -> None:
         with self._lock, self._tx():

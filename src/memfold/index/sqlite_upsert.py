@@ -15,6 +15,7 @@ from ..errors import MemoryIndexError
 from .base import IndexItem
 from .rows import RECORD_FIELDS
 
+JSON_TEXT = json.JSONEncoder(ensure_ascii=False)  # json.dumps(…, ensure_ascii=False), the encoder made once
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 _INSERT = f"INSERT INTO memories ({_COLS}, content_hash, embedding, seq, terms) VALUES ({','.join('?' * 22)})"
 _UPDATE = (f"UPDATE memories SET {', '.join(f'{c} = ?' for c in RECORD_FIELDS[1:])}, "
@@ -49,7 +50,7 @@ def _row_values(it: IndexItem, dim: int) -> tuple[tuple[Any, ...], bytes | None]
     if it.vector is not None and it.vector.shape[-1] != dim:
         raise MemoryIndexError(f"vector of {r.id} has dim {it.vector.shape[-1]}, index has {dim}")
     return (r.id, r.user_id, r.agent_id, r.memory_type.value, r.content, r.context,
-            json.dumps(r.structured_data, ensure_ascii=False), json.dumps(list(r.source_ids)),
+            JSON_TEXT.encode(r.structured_data), json.dumps(list(r.source_ids)),
             r.source_session_id, r.file, r.created_at.isoformat(), r.updated_at.isoformat(),
             r.importance, r.confidence, r.access_count,
             r.last_accessed_at.isoformat() if r.last_accessed_at else None, int(r.is_active),
