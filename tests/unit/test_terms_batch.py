@@ -85,3 +85,10 @@ def test_the_batch_memo_is_bounded():
     for c, x in _turn_contexts(synthetic_texts(400)):
         assert memo.document(c, x) == fts_document(keyword_text(c, x))
         assert len(memo) <= 50
+
+
+def test_the_word_cache_of_a_long_lived_process_is_bounded():
+    limit = T._word_term.cache_info().maxsize
+    assert limit == 65536
+    terms(" ".join(f"w{i}x" for i in range(limit + 1000)))
+    assert T._word_term.cache_info().currsize <= limit
