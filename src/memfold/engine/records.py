@@ -14,7 +14,7 @@ import numpy as np
 from ..index.base import IndexItem
 from ..models import MemoryRecord, MemoryType
 from ..text import memory_markdown as md
-from ..text.terms import fts_document, keyword_text
+from ..text.terms import TermsMemo, fts_document, keyword_text
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -99,10 +99,13 @@ def record_from_entry(e: md.Entry, entry_id: str, user_id: str, file: str, fallb
     )
 
 
+_HASH_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)  # json.dumps(…) with these, made once
+
+
 def content_hash(r: MemoryRecord) -> str:
     """Hash of what a file holds for a record; a hand edit changes it."""
-    payload = json.dumps([r.memory_type.value, r.content, r.importance, r.confidence, list(r.source_ids),
-                          r.structured_data, r.agent_id], ensure_ascii=False, sort_keys=True)
+    payload = _HASH_JSON.encode([r.memory_type.value, r.content, r.importance, r.confidence, list(r.source_ids),
+                                 r.structured_data, r.agent_id])
     return hashlib.sha1(payload.encode("utf-8")).hexdigest()
 
 
@@ -123,5 +126,7 @@ def embed_text(r: MemoryRecord) -> str:
     return text[11:] if r.context and _ISO_DAY.match(r.context) else text
 
 
-def item(r: MemoryRecord, vector: np.ndarray | None) -> IndexItem:
-    return IndexItem(record=r, vector=vector, terms=fts_document(index_text(r)), content_hash=content_hash(r))
+def item(r: MemoryRecord, vector: np.ndarray | None, memo: TermsMemo | None = None) -> IndexItem:
+    """The index row of ``r``; ``memo``: the terms of the batch's texts so far (a batch of turns)."""
+    terms = memo.document(r.content, r.context) if memo is not None else fts_document(index_text(r))
+    return IndexItem(record=r, vector=vector, terms=terms, content_hash=content_hash(r))

@@ -17,6 +17,7 @@ from ..index.base import Index, IndexItem
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, HistoryEntry, MemoryRecord, MemoryType, utcnow
 from ..providers.embedder import Embedder
 from ..text import memory_markdown as md
+from ..text.terms import TermsMemo
 from ..workspace.editsafe import GuardedFile, split_marker
 from ..workspace.userspace import UserSpace, daily_date, daily_rel
 from . import records as rec
@@ -186,12 +187,13 @@ class UserStore:
     def _index_records(self, records: Sequence[MemoryRecord], vectors=None, later: bool = False) -> None:  # type: ignore[no-untyped-def]
         if not records:
             return
+        memo = TermsMemo()  # a turn's context quotes the turn before: its terms are made once
         if later:  # write-ahead mode: the vector worker gives the rows their vectors
-            self.index.upsert([replace(rec.item(r, None), vector_later=True) for r in records])
+            self.index.upsert([replace(rec.item(r, None, memo), vector_later=True) for r in records])
             return
         if vectors is None:
             vectors = self.embedder.embed([rec.embed_text(r) for r in records])
-        self.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(records)])
+        self.index.upsert([rec.item(r, vectors[i], memo) for i, r in enumerate(records)])
 
     # ---- writes ---------------------------------------------------------------------
     def append(self, records: Sequence[MemoryRecord], vectors, history: Sequence[HistoryEntry],  # type: ignore[no-untyped-def]

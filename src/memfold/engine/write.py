@@ -258,8 +258,8 @@ class WritePath:
                 file: str | None = None, context: str = "") -> MemoryRecord:
         r = MemoryRecord(id=rec.new_id(), user_id=user_id, memory_type=t, content=content, created_at=when,
                          updated_at=when, importance=float(importance), structured_data=dict(data), source_ids=src,
-                         agent_id=agent_id, source_session_id=session_id, file="", context=context)
-        return r.with_(file=file if file is not None else file_for(r))
+                         agent_id=agent_id, source_session_id=session_id, file=file or "", context=context)
+        return r if file is not None else r.with_(file=file_for(r))
 
     def _dedupe_and_persist(self, user_id: str, cands: list[Candidate], calls: LLMCalls | None = None,
                             warnings: list[str] | None = None) -> tuple[list[MemoryRecord], list[MemoryRecord]]:

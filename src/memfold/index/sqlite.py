@@ -26,6 +26,7 @@ from .sqlite_rows import SqlitePurge, SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures, SqliteTermReads
 from .sqlite_tx import _read_only, _reason, _Tx
+from .sqlite_upsert import JSON_TEXT, upsert_rows
 from .vectors import EXACT_MAX
 
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
@@ -154,43 +155,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         if not items:
             return
         with self._lock, self._tx():
-            seq = self._next_seq()
-            for it in items:
-                r = it.record
-                if it.vector is not None and it.vector.shape[-1] != self.dim:
-                    raise MemoryIndexError(f"vector of {r.id} has dim {it.vector.shape[-1]}, index has {self.dim}")
-                values = (
-                    r.id, r.user_id, r.agent_id, r.memory_type.value, r.content, r.context,
-                    json.dumps(r.structured_data, ensure_ascii=False), json.dumps(list(r.source_ids)),
-                    r.source_session_id, r.file, r.created_at.isoformat(), r.updated_at.isoformat(),
-                    r.importance, r.confidence, r.access_count,
-                    r.last_accessed_at.isoformat() if r.last_accessed_at else None, int(r.is_active),
-                    r.superseded_by,
-                )
-                old = self._db.execute("SELECT rowid, user_id FROM memories WHERE id = ?", (r.id,)).fetchone()
-                if old is not None and old[1] != r.user_id:
-                    raise MemoryIndexError(f"memory id {r.id} belongs to another namespace")
-                blob = it.vector.astype(np.float32).tobytes() if it.vector is not None else None
-                if old is None:
-                    if blob is None and not it.vector_later:
-                        raise MemoryIndexError(f"new memory {r.id} needs a vector")
-                    cur = self._db.execute(
-                        f"INSERT INTO memories ({_COLS}, content_hash, embedding, seq) "
-                        f"VALUES ({','.join('?' * 18)}, ?, ?, ?)", values + (it.content_hash, blob, seq))
-                    rowid = cur.lastrowid
-                else:
-                    rowid = old[0]
-                    sets = ", ".join(f"{c.strip()} = ?" for c in _COLS.split(",")[1:])
-                    self._db.execute(
-                        f"UPDATE memories SET {sets}, content_hash = COALESCE(NULLIF(?, ''), content_hash), "
-                        f"embedding = COALESCE(?, embedding), seq = ? WHERE rowid = ?",
-                        values[1:] + (it.content_hash, blob, seq, rowid))
-                if not r.is_active:
-                    self._db.execute("UPDATE memories SET terms = NULL WHERE rowid = ?", (rowid,))
-                elif it.terms is not None or old is None:
-                    self._db.execute("UPDATE memories SET terms = ? WHERE rowid = ?", (it.terms or "", rowid))
-                elif self._db.execute("SELECT terms IS NULL FROM memories WHERE rowid = ?", (rowid,)).fetchone()[0]:
-                    raise MemoryIndexError(f"memory {r.id} is re-activated without terms")
+            upsert_rows(self._db, items, self._next_seq(), self.dim)
 
     def pending_vectors(self, limit: int) -> list[MemoryRecord]:
         with self._lock:
@@ -240,7 +205,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                 "INSERT INTO history (user_id, memory_id, action, at, old_content, new_content, detail) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(e.user_id, e.memory_id, e.action, e.at.isoformat(), e.old_content, e.new_content,
-                  json.dumps(e.detail, ensure_ascii=False)) for e in entries])
+                  JSON_TEXT.encode(e.detail)) for e in entries])
 
     def add_relation(self, user_id: str, source_id: str, target_id: str, relation: str, strength: float) -> None:
         with self._lock, self._tx():

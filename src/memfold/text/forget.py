@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .casefold import lower_as_regex
+
 _DEMONSTRATIVE_EN = r"(?:this|that|it|these|those|all (?:of )?(?:this|that)|what i (?:just )?(?:said|told you)|the last (?:one|thing|message))"
 _DEMONSTRATIVE_ZH = r"(?:这个|那个|这些|那些|这件事|那件事|这条|那条|它|刚才(?:说)?的(?:话|事|内容)?|刚刚(?:说)?的(?:话|事|内容)?|上一条|吧|了吧)"
 _LEAD_EN = r"(?:^|[.!?;,]\s*)(?:(?:ok(?:ay)?|oh|actually|hmm|wait|no|and|but|so|also|just|please|pls|can you|could you|would you)[,\s]+)*"
@@ -38,6 +40,9 @@ _MEMORY_WORDS_ZH = re.compile(r"(?:的)?(?:记忆|记录|这条记忆)$")
 _DEMO_EN = re.compile(rf"^(?:{_DEMONSTRATIVE_EN})(?:\s+(?:one|down|please|for me|too|as well))?$", re.I)
 _DEMO_ZH = re.compile(rf"^(?:{_DEMONSTRATIVE_ZH})?$")
 _SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+# every request pattern above needs one of these (compared as ``re.I`` compares): most messages
+# have none and skip the patterns (``tests/unit/test_forget_first_look.py``)
+_HINTS = ("forget", "memory", "remember", "memori", "save", "store", "record", "write", "keep", "忘", "删", "记")
 
 
 @dataclass(frozen=True)
@@ -93,8 +98,11 @@ def _sentence_request(s: str) -> tuple[int, str | None] | None:
     return None
 
 
-def find_request(text: str) -> ForgetRequest | None:
-    """The forget request in a message, or None when the message asks nothing of the kind."""
+def find_request(text: str, *, first_look: bool = True) -> ForgetRequest | None:
+    """The forget request in a message, or None when the message asks nothing of the kind
+    (``first_look=False``: every pattern runs, whatever words the message holds)."""
+    if first_look and not any(map(lower_as_regex(text).__contains__, _HINTS)):
+        return None
     sents = [s.strip() for s in _SPLIT.split(text) if s and s.strip()]
     for i, sent in enumerate(sents):
         found = _sentence_request(sent)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from .casefold import lower_as_regex
 from .terms import terms
 
 MARKER = "[redacted]"
@@ -267,27 +268,62 @@ def _key_body_spans(text: str) -> list[Finding]:
     return out
 
 
-def find_secrets(text: str) -> list[Finding]:
-    """The secrets in ``text``: non-overlapping spans, in order."""
+# ---- a first look: which rules can find anything in this text at all ---------------------------
+# Each rule below needs something a substring test sees: a keyword rule one of these words (a
+# prefix of each of its alternatives, compared case-insensitively as ``(?i)`` does), a number rule
+# 9 digits (a US SSN has 9; cards 12 or more, a Chinese ID 17), a known format its prefix. Most
+# texts have none of them and skip the rules' regular expressions (``tests/unit/test_secret_first_look.py``).
+_KEYWORD_HINTS = ("pw", "pin", "cvv", "cvc", "security", "verification", "time", "otp", "access", "door", "unlock",
+                  "login", "api", "secret", "client", "auth", "refresh", "bearer", "token", "private", "app",
+                  "signing", "密", "口令", "码", "钥", "令牌")
+_SPREAD_PASS = re.compile(r"p[\s._*-]?[a@4][\s._*-]?[s$5][\s._*-]?[s$5]")  # "pass…" spread (p a s s, p@ss)
+_FORMAT_HINTS: tuple[tuple[str, ...], ...] = (
+    ("PRIVATE KEY",), ("k-",), ("k_",), ("AKIA", "ASIA"), ("AIza",),
+    ("ghp", "gho", "ghu", "ghs", "ghr", "github_pat", "glpat", "xox", "hf", "npm"), ("eyJ",))
+_ANY_FORMAT = tuple(h for hints in _FORMAT_HINTS for h in hints)
+_LOGIN_HINTS = ("/", "|")
+_DIGIT = re.compile(r"\d")
+
+
+def _keyword_rules_apply(text: str) -> bool:
+    low = lower_as_regex(text)
+    return any(map(low.__contains__, _KEYWORD_HINTS)) or _SPREAD_PASS.search(low) is not None
+
+
+def find_secrets(text: str, *, first_look: bool = True) -> list[Finding]:
+    """The secrets in ``text``: non-overlapping spans, in order. ``first_look=False`` runs every
+    rule whatever the text holds (the reference the first look is tested against)."""
     if not text:
         return []
+    every = not first_look
     found: list[Finding] = []
-    for kind, kw, token in (("password", _PASSWORD_KW, False), ("access token", _TOKEN_KW, True)):
-        for m in kw.finditer(text):
-            zh = not m.group().isascii()
-            span = _value_after(text, m.end(), 3 if not token else 8, token, zh)
-            if span:
-                found.append(Finding(kind, *span))
-    for kind, pat in _FORMATS:
-        found.extend(Finding(kind, m.start(), m.end()) for m in pat.finditer(text))
-    for kind, pat in (("US social security number", _SSN), ("password", _URL_CREDS), ("access token", _URL_PARAM)):
-        found.extend(Finding(kind, m.start(1), m.end(1)) for m in pat.finditer(text)
-                     if kind.startswith("US") or _plausible(m.group(1)))
-    for m in _LOGIN.finditer(text):
-        value, start, end = _trimmed(m.group(2), m.start(2))
-        if _looks_secret(value) and _plausible(value) and "://" not in m.group():
-            found.append(Finding("password", start, end))
-    found += _card_spans(text) + _id_spans(text) + _key_body_spans(text)
+    if every or _keyword_rules_apply(text):
+        for kind, kw, token in (("password", _PASSWORD_KW, False), ("access token", _TOKEN_KW, True)):
+            for m in kw.finditer(text):
+                zh = not m.group().isascii()
+                span = _value_after(text, m.end(), 3 if not token else 8, token, zh)
+                if span:
+                    found.append(Finding(kind, *span))
+    if every or any(map(text.__contains__, _ANY_FORMAT)):
+        for (kind, pat), hints in zip(_FORMATS, _FORMAT_HINTS):
+            if every or any(map(text.__contains__, hints)):
+                found.extend(Finding(kind, m.start(), m.end()) for m in pat.finditer(text))
+    numbers = every or len(_DIGIT.findall(text)) >= 9
+    for kind, pat, may in (("US social security number", _SSN, numbers),
+                           ("password", _URL_CREDS, every or "://" in text),
+                           ("access token", _URL_PARAM, every or "=" in text)):
+        if may:
+            found.extend(Finding(kind, m.start(1), m.end(1)) for m in pat.finditer(text)
+                         if kind.startswith("US") or _plausible(m.group(1)))
+    if every or any(map(text.__contains__, _LOGIN_HINTS)):
+        for m in _LOGIN.finditer(text):
+            value, start, end = _trimmed(m.group(2), m.start(2))
+            if _looks_secret(value) and _plausible(value) and "://" not in m.group():
+                found.append(Finding("password", start, end))
+    if numbers:
+        found += _card_spans(text) + _id_spans(text)
+    if every or len(text) >= 40:
+        found += _key_body_spans(text)
     return _merge(text, found)
 
 

@@ -121,7 +121,15 @@ def _stem(word: str) -> str:
 
 
 def normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
+    # NFKC leaves ASCII as it is: only lower-case it
+    return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
+
+
+@lru_cache(maxsize=65536)
+def _word_term(word: str) -> str:
+    """The term of a (normalised, non-CJK) word; "" for a stop word."""
+    word = word.replace("’", "'").split("'")[0]
+    return "" if not word or word in EN_STOP else _stem(word)
 
 
 def terms(text: str, *, query: bool = False) -> list[str]:
@@ -130,22 +138,20 @@ def terms(text: str, *, query: bool = False) -> list[str]:
 
     ``query=True`` also drops the Chinese function characters from the unigram fallback."""
     out: list[str] = []
-    for tok in _TOKEN.findall(normalize(text)):
-        if _CJK_RUN.match(tok):
-            if len(tok) == 1:
-                if not (query and tok in ZH_STOP_CHARS):
-                    out.append(tok)
-                continue
-            grams = [tok[i : i + 2] for i in range(len(tok) - 1)]
+    for run in _TOKEN.findall(normalize(text)):
+        if run.isascii() or not _CJK_RUN.match(run):  # a token is a CJK run or has no CJK at all
+            term = _word_term(run)
+            if term:
+                out.append(term)
+        elif len(run) == 1:
+            if not (query and run in ZH_STOP_CHARS):
+                out.append(run)
+        else:
+            grams = [run[i : i + 2] for i in range(len(run) - 1)]
             if query:
                 kept = [g for g in grams if g[0] not in ZH_QUERY_STOP and g[1] not in ZH_QUERY_STOP]
                 grams = kept or grams
             out.extend(grams)
-        else:
-            tok = tok.replace("’", "'").split("'")[0]
-            if not tok or tok in EN_STOP:
-                continue
-            out.append(_stem(tok))
     return out
 
 
@@ -157,3 +163,48 @@ def keyword_text(content: str, context: str = "") -> str:
 def fts_document(text: str) -> str:
     """Space-joined terms for an FTS5 column (tokenised again by unicode61, which keeps them whole)."""
     return " ".join(terms(text))
+
+
+class TermsMemo:
+    """The keyword documents of a batch of records, each text's terms made once: a turn's context
+    quotes the turn before it (``"<day> <previous turn>"``), whose terms are already known as
+    that turn's content. Exact: a text's terms are its pieces' terms when it is cut at a space or
+    a newline (neither joins two tokens, nor NFKC nor lower-casing across it). Bounded:
+    ``max_texts`` texts (then it starts over)."""
+
+    def __init__(self, max_texts: int = 4096):
+        self.max_texts = max_texts
+        self._terms: dict[str, list[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def terms(self, text: str) -> list[str]:
+        got = self._terms.get(text)
+        if got is None:
+            if len(self._terms) >= self.max_texts:
+                self._terms.clear()
+            got = self._terms[text] = terms(text)
+        return got
+
+    def document(self, content: str, context: str = "") -> str:
+        """``fts_document(keyword_text(content, context))``."""
+        if not context:
+            return " ".join(self.terms(content))
+        out: list[str] = []
+        for line in context.split("\n"):
+            out.extend(self._line(line))
+        out.extend(self.terms(content))
+        return " ".join(out)
+
+    def _line(self, line: str) -> list[str]:
+        """A context line's terms: a known text after its first few words (a date) is reused."""
+        head, rest = "", line
+        for _ in range(4):
+            if rest in self._terms:
+                return (terms(head) if head else []) + self._terms[rest]
+            word, sep, rest = rest.partition(" ")
+            if not sep:
+                break
+            head = f"{head} {word}" if head else word
+        return terms(line)
