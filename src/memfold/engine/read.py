@@ -39,7 +39,8 @@ from .store import UserStore
 def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyword_weight: float
          ) -> dict[str, tuple[float, float, float]]:
     """Weighted score fusion: BM25 scaled by its maximum, cosine min-max scaled over the candidates.
-    Returns id -> (fused, keyword part, vector part)."""
+    Returns id -> (fused, keyword part, vector part), in the order of the keyword candidates, then the
+    vector-only ones (the index's order, so equal scores are ranked the same way in every run)."""
     out: dict[str, tuple[float, float, float]] = {}
     kmax = max((s for _, s in keyword), default=0.0)
     kw = {mid: (s / kmax if kmax > 0 else 0.0) for mid, s in keyword}
@@ -47,7 +48,7 @@ def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyw
     vmin, vmax = (min(vs), max(vs)) if vs else (0.0, 0.0)
     span = vmax - vmin
     vec = {mid: ((s - vmin) / span if span > 1e-9 else 1.0) for mid, s in vector}
-    for mid in kw.keys() | vec.keys():
+    for mid in dict.fromkeys([*kw, *vec]):
         k, v = kw.get(mid, 0.0), vec.get(mid, 0.0)
         out[mid] = (keyword_weight * k + (1.0 - keyword_weight) * v, k, v)
     return out
