@@ -30,6 +30,7 @@ from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
+from .rank_speakers import vector_side_query
 from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
@@ -190,6 +191,7 @@ class Retriever:
         pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
         prepared = getattr(store.index, "prepared", None) if not include_archived else None
         slot = prep = None
+        early: list[MemoryRecord] = []
         with pin(user_id) if callable(pin) else nullcontext():
             if callable(prepared):  # a cache: this search worked out before, at this counter (cache/answers.py)
                 slot, prep = prepared(user_id, (query, k, memory_type, include_episodic, collapse_copies, expand))
@@ -203,7 +205,11 @@ class Retriever:
                         prep = None
             if prep is None:
                 keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-                qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
+                # the keyword candidates' rows, read now when the vector side needs their speakers (reused below)
+                early = store.index.get(user_id, [m for m, _ in keyword]) if pol.query_speaker_mask > 0 and keyword \
+                    else []
+                qvec = query_vector(store.embedder, vector_side_query(query, set(qterms), early, pol),
+                                    pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
         if prep is not None:
             return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access)
@@ -217,7 +223,8 @@ class Retriever:
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
-        records = {r.id: r for r in store.index.get(user_id, list(fused))}
+        records = {r.id: r for r in early}
+        records.update((r.id, r) for r in store.index.get(user_id, [m for m in fused if m not in records]))
         now = now or utcnow()
         cues = query_cues(query, now, pol)
         hits: list[SearchHit] = []

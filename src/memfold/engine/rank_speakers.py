@@ -1,0 +1,55 @@
+"""Speaker-aware query vector (issue 16, session 6), a policy key (``query_speaker_mask``, 0 = off).
+
+A question about one speaker of a conversation ("What activities does Melanie partake in?") names
+them, but the turns that answer it are that speaker's own, which rarely say their own name; the
+name is in the turns of the *other* speaker, who addresses them ("Wow, Melanie! What made you try
+pottery?"), and in greetings. Embedded with the name, the question's vector pulls those turns up.
+Who is asked about is already known to the ranking (``score_bonus_speaker`` lifts the named
+speaker's turns), so with this key on the vector side embeds the question with each named speaker
+replaced by "they" ("What activities does they partake in?"): the vector looks for the *what*, the
+speaker bonus for the *who*. The keyword side keeps the name (measured: dropping it there changes
+nothing).
+
+Which names are speakers is read from the keyword candidates (fetched before the vector search,
+and reused afterwards: no extra read): a speaker named by the query holds the name in its turns'
+indexed text (a turn's context carries its speaker), so its turns are among them. Nothing is
+embedded twice: the masked question replaces the question on the vector side."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..models import MemoryRecord
+from ..policy import Policy
+from ..text.terms import terms
+
+MASK_WORD = "they"  # the first and only replacement chosen before measuring (docs/benchmarks.md)
+
+
+def named_speakers(records: Iterable[MemoryRecord], qterms: set[str]) -> list[str]:
+    """The speakers of ``records`` whose whole name (as terms) the query holds, longest first."""
+    names: set[str] = set()
+    for r in records:
+        speaker = r.structured_data.get("speaker")
+        if isinstance(speaker, str) and speaker.strip() and speaker not in names:
+            name_terms = set(terms(speaker))
+            if name_terms and name_terms <= qterms:
+                names.add(speaker)
+    return sorted(names, key=lambda n: (-len(n), n))
+
+
+def masked_query(query: str, names: Iterable[str]) -> str:
+    """``query`` with each name (a whole word, any case, with a possessive 's) replaced by ``MASK_WORD``."""
+    for name in names:
+        words = r"\s+".join(re.escape(w) for w in name.split())
+        query = re.sub(rf"(?<!\w){words}(?:['’]s)?(?!\w)", MASK_WORD, query, flags=re.IGNORECASE)
+    return query
+
+
+def vector_side_query(query: str, qterms: set[str], candidates: Iterable[MemoryRecord], pol: Policy) -> str:
+    """The text the vector side embeds: the query, with the speakers it names masked when the key is on."""
+    if pol.query_speaker_mask <= 0 or not qterms:
+        return query
+    names = named_speakers(candidates, qterms)
+    return masked_query(query, names) if names else query
