@@ -33,7 +33,7 @@ class Policy:
     decay_tau_days: float = 30.0
     fusion_keyword_weight: float = 0.5
     candidate_pool_min: int = 20
-    score_bonus_speaker: float = 0.5  # 0.3 before query_speaker_mask; cross-validated again with it (docs/benchmarks.md)
+    score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
     score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)

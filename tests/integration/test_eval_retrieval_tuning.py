@@ -21,10 +21,10 @@ def _rec(content: str, speaker: str | None = None) -> MemoryRecord:
 def test_adjustment_values() -> None:
     pol = Policy()
     q = set(terms("Where did James go camping?", query=True))
-    # default bonus 0.5 (0.2, then 0.3, then 0.5 with query_speaker_mask, each by cross-validation), penalty 0.1
-    assert adjustment(_rec("We went camping.", "James"), q, pol) == 0.5  # the name is stemmed like the query
+    # default bonus 0.3 (0.2 until cross-validation chose 0.3, docs/benchmarks.md), penalty 0.1
+    assert adjustment(_rec("We went camping.", "James"), q, pol) == 0.3  # the name is stemmed like the query
     assert adjustment(_rec("Where did you camp?", "Caroline"), q, pol) == -0.1
-    assert adjustment(_rec("Where did you camp？", "James"), q, pol) == 0.5 - 0.1
+    assert adjustment(_rec("Where did you camp？", "James"), q, pol) == 0.3 - 0.1
     off = Policy(score_bonus_speaker=0.0, score_penalty_question=0.0)
     assert adjustment(_rec("Where did you camp?", "James"), q, off) == 0.0
     assert is_question("好吗？") and not is_question("fine.")
