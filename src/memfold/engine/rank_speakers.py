@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from ..models import MemoryRecord
 from ..policy import Policy
@@ -27,14 +28,22 @@ from ..text.terms import terms
 MASK_WORD = "they"  # the first and only replacement chosen before measuring (docs/benchmarks.md)
 
 
+@lru_cache(maxsize=4096)
+def name_terms(name: str) -> frozenset[str]:
+    """A speaker's name as terms (a conversation's few names come back with every candidate)."""
+    return frozenset(terms(name))
+
+
 def named_speakers(records: Iterable[MemoryRecord], qterms: set[str]) -> list[str]:
     """The speakers of ``records`` whose whole name (as terms) the query holds, longest first."""
     names: set[str] = set()
+    seen: set[str] = set()
     for r in records:
         speaker = r.structured_data.get("speaker")
-        if isinstance(speaker, str) and speaker.strip() and speaker not in names:
-            name_terms = set(terms(speaker))
-            if name_terms and name_terms <= qterms:
+        if isinstance(speaker, str) and speaker not in seen:
+            seen.add(speaker)
+            held = name_terms(speaker)
+            if held and held <= qterms:
                 names.add(speaker)
     return sorted(names, key=lambda n: (-len(n), n))
 
