@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memfold import Memory
-from memfold.engine.rank_speakers import masked_query, named_speakers
+from memfold.engine.rank_speakers import masked_query, may_name_someone, named_speakers
 from memfold.models import MemoryRecord, MemoryType, utcnow
 from memfold.text.terms import terms
 
@@ -51,3 +51,10 @@ def test_named_speakers_and_masking() -> None:
     assert masked_query(q, ["Anna Lee", "Bob"]) == "What did they and they sister do? Ask they."
     assert masked_query("Bobby met Bob’s dog", ["Bob"]) == "Bobby met they dog"  # whole words only
     assert named_speakers([_rec("Anna Lee")], set(terms("Where is Anna?", query=True))) == []
+
+
+def test_rows_are_read_early_only_when_a_name_may_be_asked_about() -> None:
+    assert may_name_someone("What did Melanie paint?") and may_name_someone("Hello. Where did Jon go?")
+    assert not may_name_someone("What did I say? Where is it.")  # sentence openers and "I" only
+    assert not may_name_someone("what did melanie paint")
+    assert not may_name_someone('<BOD>\n<Bart>:"hi there"')  # a line's label opens the line

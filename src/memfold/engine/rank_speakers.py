@@ -11,9 +11,12 @@ speaker bonus for the *who*. The keyword side keeps the name (measured: dropping
 nothing).
 
 Which names are speakers is read from the keyword candidates (fetched before the vector search,
-and reused afterwards: no extra read): a speaker named by the query holds the name in its turns'
-indexed text (a turn's context carries its speaker), so its turns are among them. Nothing is
-embedded twice: the masked question replaces the question on the vector side."""
+and reused afterwards): a speaker named by the query holds the name in its turns' indexed text (a
+turn's context carries its speaker), so its turns are among them. They are read early only when the
+query has a capitalised word that does not open a sentence (``may_name_someone``): other queries
+keep the read path as it was (on PostgreSQL the early read is a round trip of its own). Nothing is
+embedded twice: the masked question replaces the question on the vector side. Names are matched as
+whole words, so a name inside Chinese text (no spaces) is not masked."""
 
 from __future__ import annotations
 
@@ -54,6 +57,23 @@ def masked_query(query: str, names: Iterable[str]) -> str:
         words = r"\s+".join(re.escape(w) for w in name.split())
         query = re.sub(rf"(?<!\w){words}(?:['’]s)?(?!\w)", MASK_WORD, query, flags=re.IGNORECASE)
     return query
+
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_OPENERS = set(".!?:\n\"'“‘(<>")  # a capitalised word after one of these may just open a sentence or a line
+
+
+def may_name_someone(query: str) -> bool:
+    """A capitalised word that does not open the text, a sentence or a line (and is not "I"): a name
+    may be in the query. Without one no candidate row is read early (a query in lower case is not masked)."""
+    for m in _WORD.finditer(query):
+        w = m.group()
+        if not w[0].isupper() or w == "I":
+            continue
+        before = query[max(0, m.start() - 8): m.start()].rstrip(" \t")
+        if before and before[-1] not in _OPENERS:
+            return True
+    return False
 
 
 def vector_side_query(query: str, qterms: set[str], candidates: Iterable[MemoryRecord], pol: Policy) -> str:

@@ -30,7 +30,7 @@ from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
-from .rank_speakers import vector_side_query
+from .rank_speakers import may_name_someone, vector_side_query
 from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
@@ -206,8 +206,8 @@ class Retriever:
             if prep is None:
                 keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
                 # the keyword candidates' rows, read now when the vector side needs their speakers (reused below)
-                early = store.index.get(user_id, [m for m, _ in keyword]) if pol.query_speaker_mask > 0 and keyword \
-                    else []
+                if pol.query_speaker_mask > 0 and keyword and may_name_someone(query):
+                    early = store.index.get(user_id, [m for m, _ in keyword])
                 qvec = query_vector(store.embedder, vector_side_query(query, set(qterms), early, pol),
                                     pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
