@@ -37,13 +37,14 @@ DATA = next((p / "shared" / "data" for p in Path(__file__).resolve().parents if 
 GRID: dict[str, tuple[Any, list[Any]]] = {
     "fusion_keyword_weight": (0.5, [0.5, 0.3, 0.4, 0.45, 0.55, 0.6, 0.7]),
     "query_last_line_weight": (0.0, [0.0, 0.25, 0.5, 1.0]),
-    "score_bonus_speaker": (0.0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]),
+    "score_bonus_speaker": (0.0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0]),
     "score_penalty_question": (0.0, [0.0, 0.05, 0.1, 0.2]),
     "candidate_pool_min": (1, [1, 10, 20, 30, 50]),  # 1 = no minimum: 2k candidates per side
-    "keyword_feedback_weight": (0.0, [0.0, 0.05, 0.1, 0.15, 0.2, 0.3]),
+    "keyword_feedback_weight": (0.0, [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]),
     "score_weight_time": (0.2, [0.2, 0.0, 0.1, 0.3]),  # the default first: only LongMemEval has real dates
     "score_bonus_time": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
     "session_key_weight": (0.0, [0.0, 0.025, 0.05, 0.075, 0.1, 0.2]),
+    "query_speaker_mask": (0.0, [0.0, 1.0]),
 }
 
 

@@ -38,6 +38,7 @@ class Policy:
     score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
+    query_speaker_mask: float = 1.0  # > 0: speakers the query names masked on the vector side (rank_speakers.py); cross-validated
     session_key_weight: float = 0.0  # session keys (engine/rank_sessions.py), measured and left off (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
@@ -91,6 +92,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
     "keyword_feedback_weight": (0.0, 2.0),
+    "query_speaker_mask": (0.0, 1.0),
     "session_key_weight": (0.0, 1.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),

@@ -32,11 +32,13 @@ Ranked = list[tuple[str, float]]
 
 
 def add_scores(base: Ranked, extra: Ranked, weight: float) -> Ranked:
-    """``base`` + ``weight`` × ``extra`` per id (an id missing from a list scores 0 there), best first."""
+    """``base`` + ``weight`` × ``extra`` per id (an id missing from a list scores 0 there), best first;
+    equal scores keep the lists' order (``base``'s, then ``extra``'s: the index's), never the ids'
+    (random: the same data ingested twice would rank differently)."""
     out = dict(base)
     for mid, s in extra:
         out[mid] = out.get(mid, 0.0) + weight * s
-    return sorted(out.items(), key=lambda x: (-x[1], x[0]))
+    return sorted(out.items(), key=lambda x: -x[1])
 
 
 def last_line_terms(query: str) -> list[str]:
@@ -100,7 +102,7 @@ def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str],
     off, and for a conversation excerpt: its many lines already say what a question's few words do not)."""
     if pol.keyword_feedback_weight <= 0 or not fused or last_line_terms(query):
         return keyword
-    order = sorted(fused, key=lambda m: (-fused[m][0], m))[:FEEDBACK_POOL]
+    order = sorted(fused, key=lambda m: -fused[m][0])[:FEEDBACK_POOL]  # ties: fuse's order, not the random ids
     docs = held_doc_terms(store, user_id, order)
     top = [docs[m] for m in order if m in docs][:FEEDBACK_DOCS]
     extra = feedback_terms(top, list(docs.values()), set(qterms), FEEDBACK_TERMS)

@@ -30,6 +30,7 @@ from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
+from .rank_speakers import may_name_someone, vector_side_query
 from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
@@ -39,7 +40,8 @@ from .store import UserStore
 def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyword_weight: float
          ) -> dict[str, tuple[float, float, float]]:
     """Weighted score fusion: BM25 scaled by its maximum, cosine min-max scaled over the candidates.
-    Returns id -> (fused, keyword part, vector part)."""
+    Returns id -> (fused, keyword part, vector part), in the order of the keyword candidates, then the
+    vector-only ones (the index's order, so equal scores are ranked the same way in every run)."""
     out: dict[str, tuple[float, float, float]] = {}
     kmax = max((s for _, s in keyword), default=0.0)
     kw = {mid: (s / kmax if kmax > 0 else 0.0) for mid, s in keyword}
@@ -47,7 +49,7 @@ def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyw
     vmin, vmax = (min(vs), max(vs)) if vs else (0.0, 0.0)
     span = vmax - vmin
     vec = {mid: ((s - vmin) / span if span > 1e-9 else 1.0) for mid, s in vector}
-    for mid in kw.keys() | vec.keys():
+    for mid in dict.fromkeys([*kw, *vec]):
         k, v = kw.get(mid, 0.0), vec.get(mid, 0.0)
         out[mid] = (keyword_weight * k + (1.0 - keyword_weight) * v, k, v)
     return out
@@ -189,6 +191,7 @@ class Retriever:
         pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
         prepared = getattr(store.index, "prepared", None) if not include_archived else None
         slot = prep = None
+        early: list[MemoryRecord] = []
         with pin(user_id) if callable(pin) else nullcontext():
             if callable(prepared):  # a cache: this search worked out before, at this counter (cache/answers.py)
                 slot, prep = prepared(user_id, (query, k, memory_type, include_episodic, collapse_copies, expand))
@@ -202,7 +205,11 @@ class Retriever:
                         prep = None
             if prep is None:
                 keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
-                qvec = query_vector(store.embedder, query, pol.query_last_line_weight)
+                # the keyword candidates' rows, read now when the vector side needs their speakers (reused below)
+                if pol.query_speaker_mask > 0 and keyword and may_name_someone(query):
+                    early = store.index.get(user_id, [m for m, _ in keyword])
+                qvec = query_vector(store.embedder, vector_side_query(query, set(qterms), early, pol),
+                                    pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
         if prep is not None:
             return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access)
@@ -216,7 +223,8 @@ class Retriever:
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
-        records = {r.id: r for r in store.index.get(user_id, list(fused))}
+        records = {r.id: r for r in early}
+        records.update((r.id, r) for r in store.index.get(user_id, [m for m in fused if m not in records]))
         now = now or utcnow()
         cues = query_cues(query, now, pol)
         hits: list[SearchHit] = []

@@ -1,0 +1,60 @@
+"""``query_speaker_mask`` (engine/rank_speakers.py): the vector side embeds a question with the
+speakers it names replaced by "they", so the other speaker's turns that address them by name stop
+outranking the speaker's own turns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memfold import Memory
+from memfold.engine.rank_speakers import masked_query, may_name_someone, named_speakers
+from memfold.models import MemoryRecord, MemoryType, utcnow
+from memfold.text.terms import terms
+
+# the vector side alone decides (no keyword part, no speaker bonus, no floor)
+VECTOR_ONLY = {"fusion_keyword_weight": 0.0, "score_bonus_speaker": 0.0, "score_penalty_question": 0.0,
+               "score_weight_time": 0.0, "score_weight_importance": 0.0, "score_weight_similarity": 1.0,
+               "min_score": 0.0, "keyword_feedback_weight": 0.0}
+TURNS = [("Jordan", "Morgan! Hey Morgan, good to see you, Morgan."),
+         ("Morgan", "To unwind after work I paint watercolours by the lake."),
+         ("Jordan", "I fixed the fence in the garden on Sunday."),
+         ("Morgan", "The train was late again this morning.")]
+
+
+def _ranking(root: Path, embedder, **policy) -> list[str]:
+    with Memory(root=root, embedder=embedder, policy={**VECTOR_ONLY, **policy}) as m:
+        for i, (who, text) in enumerate(TURNS):  # separate calls: no neighbouring turn in the context
+            m.add([{"role": "user", "name": who, "content": text, "turn_id": f"D1:{i}"}], "c", infer=False)
+        return [h.record.source_ids[0] for h in m.search("How does Morgan unwind?", "c", limit=4, record_access=False)]
+
+
+def test_mask_moves_the_speakers_own_turn_up(tmp_path: Path, embedder) -> None:
+    off = _ranking(tmp_path / "off", embedder, query_speaker_mask=0.0)
+    assert off[0] == "D1:0"  # the greeting full of the name wins on the name alone
+    on = _ranking(tmp_path / "on", embedder, query_speaker_mask=1.0)
+    assert on[0] == "D1:1"  # masked: the question's meaning finds Morgan's own answer
+    assert sorted(on) == sorted(off)
+    assert _ranking(tmp_path / "default", embedder) == on  # on by default (cross-validated)
+
+
+def _rec(speaker: str | None) -> MemoryRecord:
+    now = utcnow()
+    return MemoryRecord(id="x", user_id="u", memory_type=MemoryType.EVENT, content="hi", created_at=now,
+                        updated_at=now, structured_data={"speaker": speaker} if speaker else {})
+
+
+def test_named_speakers_and_masking() -> None:
+    q = "What did Anna Lee and Bob's sister do? Ask bob."
+    qset = set(terms(q, query=True))
+    recs = [_rec("Bob"), _rec("Anna Lee"), _rec("Carol"), _rec(None), _rec("Bob")]
+    assert named_speakers(recs, qset) == ["Anna Lee", "Bob"]  # Carol is not named; whole names only
+    assert masked_query(q, ["Anna Lee", "Bob"]) == "What did they and they sister do? Ask they."
+    assert masked_query("Bobby met Bob’s dog", ["Bob"]) == "Bobby met they dog"  # whole words only
+    assert named_speakers([_rec("Anna Lee")], set(terms("Where is Anna?", query=True))) == []
+
+
+def test_rows_are_read_early_only_when_a_name_may_be_asked_about() -> None:
+    assert may_name_someone("What did Melanie paint?") and may_name_someone("Hello. Where did Jon go?")
+    assert not may_name_someone("What did I say? Where is it.")  # sentence openers and "I" only
+    assert not may_name_someone("what did melanie paint")
+    assert not may_name_someone('<BOD>\n<Bart>:"hi there"')  # a line's label opens the line
