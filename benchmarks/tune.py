@@ -44,7 +44,6 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "score_weight_time": (0.2, [0.2, 0.0, 0.1, 0.3]),  # the default first: only LongMemEval has real dates
     "score_bonus_time": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
     "session_key_weight": (0.0, [0.0, 0.025, 0.05, 0.075, 0.1, 0.2]),
-    "score_prior_gate": (0.0, [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5]),
 }
 
 

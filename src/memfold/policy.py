@@ -39,7 +39,6 @@ class Policy:
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
     session_key_weight: float = 0.0  # session keys (engine/rank_sessions.py), measured and left off (docs/benchmarks.md)
-    score_prior_gate: float = 0.0  # priors scaled by min(1, similarity / gate) (engine/rank_prior.py); 0 = off
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
@@ -91,7 +90,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_bonus_time": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
-    "score_prior_gate": (0.0, 2.0),
     "keyword_feedback_weight": (0.0, 2.0),
     "session_key_weight": (0.0, 1.0),
     "backup_keep": (1, 10_000),

@@ -38,7 +38,6 @@ TESTED_ELSEWHERE = {
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
     "session_key_weight": ("test_session_keys", "test_key_session_key_weight"),
     "score_bonus_time": ("test_rank_cues", "test_key_score_bonus_time_in_chinese"),
-    "score_prior_gate": ("test_rank_prior", "test_key_score_prior_gate"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }
 ONLY_SCORE = {"score_weight_similarity": 0.0, "score_weight_time": 0.0, "score_weight_importance": 0.0}

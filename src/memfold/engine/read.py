@@ -29,7 +29,6 @@ from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
-from .rank_prior import prior_share
 from .rank_sessions import session_lift
 from .records import index_text
 from .relevance import relevance, terms_held
@@ -298,10 +297,9 @@ class Retriever:
     def _score(r: MemoryRecord, similarity: float, pol: Policy, now: datetime) -> float:
         ref = r.last_accessed_at or r.created_at
         days = max(0.0, (now - ref).total_seconds() / 86400.0)
-        share = prior_share(similarity, pol)  # 1 when score_prior_gate is off: the sum as it always was
         return (pol.score_weight_similarity * similarity
-                + share * pol.score_weight_time * math.exp(-days / pol.decay_tau_days)
-                + share * pol.score_weight_importance * r.importance)
+                + pol.score_weight_time * math.exp(-days / pol.decay_tau_days)
+                + pol.score_weight_importance * r.importance)
 
     def recent_notes(self, user_id: str, days: int, now: datetime | None = None) -> list[DailyNote]:
         """Daily notes of the last ``days`` days, oldest first, read from the index (no file reads)."""
