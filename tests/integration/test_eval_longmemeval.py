@@ -179,3 +179,30 @@ def test_questions_are_asked_at_their_question_date(tmp_path: Path) -> None:
     on = run_longmemeval(path, (1,), embedder=HashEmbedder(), infer=False, policy={"score_bonus_time": 0.8, "min_score": 0.0})
     off = run_longmemeval(path, (1,), embedder=HashEmbedder(), infer=False, policy={"score_bonus_time": 0.0, "min_score": 0.0})
     assert (on["recall_all"]["1"], off["recall_all"]["1"]) == (1.0, 0.0)
+
+
+def test_per_question_outcomes(tmp_path: Path, embedder) -> None:
+    """``--per-question``: each question's gold turns and the ones missing at each k, through the CLI
+    (JSON and table) and the function; the summary is unchanged by it"""
+    path = _file(tmp_path)
+    report = run_longmemeval(path, (1, 5), embedder=embedder, infer=False, questions=True)
+    rows = {q["id"]: q for q in report["per_question"]}
+    assert set(rows) == {"q1", "q2"} and rows["q2"]["type"] == "multi-session"
+    assert rows["q1"]["gold"] == ["s2_3"] and rows["q1"]["missing"] == {"1": [], "5": []}
+    assert rows["q1"]["all"] == {"1": 1, "5": 1}
+    assert sorted(rows["q2"]["gold"]) == ["a_1", "c_1"]
+    assert len(rows["q2"]["missing"]["1"]) == 1 and rows["q2"]["missing"]["5"] == []  # one memory: one turn
+    assert rows["q2"]["all"] == {"1": 0, "5": 1}
+    for k in ("1", "5"):  # the list agrees with the summary
+        assert report["recall_all"][k] == sum(q["all"][k] for q in rows.values()) / 2
+    assert "per_question" not in run_longmemeval(path, (1, 5), embedder=embedder, infer=False)
+    res = run_cli(tmp_path / "ws", "eval", "longmemeval", str(path), "--k", "1", "--json", "--no-extract",
+                  "--per-question")
+    assert res.returncode == 0, res.stderr
+    cli = {q["id"]: q for q in json.loads(res.stdout)["per_question"]}
+    assert cli["q2"]["all"] == {"1": 0} and cli["q1"]["missing"] == {"1": []}
+    res = run_cli(tmp_path / "ws2", "eval", "longmemeval", str(path), "--k", "1", "--no-extract", "--per-question",
+                  env={"COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    assert "missed at k = 1 (memfold): 1 of 2 questions" in res.stdout
+    assert "q2 (multi-session)" in res.stdout and "q1 (" not in res.stdout

@@ -109,6 +109,13 @@ def render_longmemeval(report: dict[str, Any], console: Console) -> None:
             t.add_row(name, qtype, str(b["n_questions"]), *(f"{b['recall_all'][k]:.3f}" for k in ks),
                       *(f"{b['recall_any'][k]:.3f}" for k in ks))
     console.print(t)
+    if "per_question" in report:
+        k = ks[-1]
+        missed = [q for q in report["per_question"] if q["missing"][k]]
+        console.print(f"missed at k = {k} (memfold): {len(missed)} of {len(report['per_question'])} questions")
+        for q in missed:
+            console.print(f"  {q['id']} ({q['type']}): {', '.join(q['missing'][k])} of {len(q['gold'])} gold "
+                          f"turns missing; {q['question']}", highlight=False, markup=False)
 
 
 _K_HELP = "Comma-separated cut-offs"
@@ -151,7 +158,12 @@ def eval_longmemeval(ctx: typer.Context,
                      no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP),
                      vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP),
                      limit: Optional[int] = typer.Option(None, "--limit", min=1,
-                                                         help="Only the first N questions.")) -> None:
+                                                         help="Only the first N questions."),
+                     questions: bool = typer.Option(False, "--per-question",
+                                                    help="Also each question's outcome: with --json a "
+                                                         "per_question list (id, type, gold turns, the ones "
+                                                         "missing at each k); in the table, the questions "
+                                                         "missed at the largest k.")) -> None:
     """LongMemEval turn-level recall: each question's sessions in their own namespace; recall_all / recall_any."""
     from ..eval.harness import parse_ks
     from ..eval.longmemeval import LME_KS, run_longmemeval
@@ -159,7 +171,7 @@ def eval_longmemeval(ctx: typer.Context,
     ks: tuple[int, ...] = parse_ks(k) if k else LME_KS
     with BarProgress(err) as bar:
         report = run_longmemeval(path, ks, baselines=baselines, root=runtime(ctx).root, infer=not no_extract,
-                                 limit=limit, vector_cache=vector_cache, progress=bar)
+                                 limit=limit, vector_cache=vector_cache, progress=bar, questions=questions)
     if as_json:
         print_json(report)
     else:

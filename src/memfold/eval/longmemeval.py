@@ -131,12 +131,23 @@ def ingest_longmemeval(mem: Memory, path: str | Path, *, infer: bool = True, lim
     return probes, n_memories, n_turns
 
 
+def per_question(probes: Sequence[Probe], results: Sequence[QuestionResult], ks: Sequence[int]) -> list[dict[str, Any]]:
+    """Each question's outcome (for finding where recall is lost): its id, type, text and gold turns,
+    and per k whether every gold turn was returned (``all``) and which were not (``missing``)."""
+    return [{"id": p.group, "type": p.category, "question": p.query, "gold": list(p.gold),
+             "all": {str(k): int(r.recall(k) >= 1.0) for k in ks},
+             "missing": {str(k): [g for g in p.gold if g not in r.found[k]] for k in ks}}
+            for p, r in zip(probes, results, strict=True)]
+
+
 def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: bool = False,
                     root: str | Path | None = None, embedder: Embedder | None = None,
                     policy: dict[str, Any] | None = None, infer: bool = True, limit: int | None = None,
-                    vector_cache: str | Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
+                    vector_cache: str | Path | None = None, progress: Progress | None = None,
+                    questions: bool = False) -> dict[str, Any]:
     """Run the protocol on the first ``limit`` questions (all when None); returns the report, with
-    the seconds spent ingesting and in all."""
+    the seconds spent ingesting and in all; with ``questions``, each question's outcome under
+    memfold's ranking too (``per_question``)."""
     progress = progress or NoProgress()
     load_longmemeval(path)  # a bad file fails before a workspace is made
     clock = Clock()
@@ -152,6 +163,8 @@ def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: 
                   fusion_keyword_weight=fusion, infer=infer)
     if baselines:
         report["baselines"] = {m: summarise_lme(r, ks) for m, r in results.items() if m != "memfold"}
+    if questions:
+        report["per_question"] = per_question(probes, results["memfold"], ks)
     report["ingest_seconds"] = ingest_seconds
     report["seconds"] = clock.seconds()
     return report
