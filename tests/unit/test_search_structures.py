@@ -11,7 +11,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from memfold.index.keywords import K1, B, KeywordIndex, best_positions, best_positive, bm25_weights
+from memfold.index.keywords import K1, B, KeywordIndex, bm25_weights
+from memfold.index.topk import best_positions, best_positive
 from memfold.index.vectors import VectorMatrix, best_set
 
 WORDS = ("apple river stone cloud violin tiger copper lantern meadow rocket harbor pepper glacier canyon orchid "

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 from .casefold import lower_as_regex
+from .secret_numbers import card_spans, id_spans
 from .terms import terms
 
 MARKER = "[redacted]"
@@ -185,71 +185,6 @@ _URL_PARAM = re.compile(r"(?i)[?&](?:access_token|api_key|apikey|token|key|passw
 _LOGIN = re.compile(r"(?i)(?<![A-Za-z0-9])(?:(?:login|log-in|username|user|account|acct)(?![A-Za-z0-9_-])|账号|帐号|用户名|"
                     r"登录名)(?:\s*[:：=]\s*|\s+is\s+|\s+|(?<=[^\x00-\x7f]))([A-Za-z0-9_.@-]{2,40})\s*[/|]\s*([^\s,，。；;]{4,})")
 _KEY_BODY = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])")
-_CARD = re.compile(r"(?<![\d+.\-/])[2-6]\d{2,5}(?:([ .-]?)\d{3,6})(?:\1\d{3,6}){1,4}(?![\d\-/]|\.\d)")
-_CARD_KW = re.compile(r"(?i)(?:card(?:\s+(?:number|no\.?|num))?|[\u4e00-\u9fff]{0,3}卡号?)\s*(?:is|:|：|是|为)?\s*"
-                      r"((?:\d[ .-]?){11,18}\d)(?!\d)")
-_ZH_ID = re.compile(r"(?<![\dA-Za-z])([1-9]\d{5})([ -]?)((?:19|20)\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])\2(\d{3}[\dXx])"
-                    r"(?![\dA-Za-z])")
-_PROVINCES = frozenset({11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46,
-                        50, 51, 52, 53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 83, 91})
-_NOT_SECRET_NUMBER = re.compile(r"(?i)(?:order|订单|单号|运单|快递|tracking|invoice|发票|ref(?:erence)?|serial|序列号|"
-                                r"编号|isbn|issn|版本|version|ticket|工单|case|flight|航班|phone|tel|电话|手机|ext)"
-                                r"[^\n]{0,16}$")
-_ID_KW = re.compile(r"(?i)(?:身份证|证件|id\b|identity|card|卡)[^\n]{0,16}$")
-
-
-def _luhn_ok(digits: str) -> bool:
-    total, alt = 0, False
-    for ch in reversed(digits):
-        d = int(ch)
-        if alt:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-        alt = not alt
-    return total % 10 == 0
-
-
-def _numbers_context_veto(text: str, start: int) -> bool:
-    """A number named as an order / tracking / phone number just before it is not a secret
-    (unless a card or ID word is nearer)."""
-    before = text[max(0, start - 24):start]
-    veto = _NOT_SECRET_NUMBER.search(before)
-    if not veto:
-        return False
-    ident = _ID_KW.search(before)
-    return not (ident and ident.start() > veto.start())
-
-
-def _card_spans(text: str) -> list[Finding]:
-    out: list[Finding] = []
-    for m in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and _luhn_ok(digits) and not _numbers_context_veto(text, m.start()):
-            out.append(Finding("card number", m.start(), m.end()))
-    for m in _CARD_KW.finditer(text):
-        digits = re.sub(r"\D", "", m.group(1))
-        if 12 <= len(digits) <= 19:
-            out.append(Finding("card number", m.start(1), m.end(1)))
-    return out
-
-
-def _id_spans(text: str) -> list[Finding]:
-    out: list[Finding] = []
-    for m in _ZH_ID.finditer(text):
-        if int(m.group(1)[:2]) not in _PROVINCES:
-            continue
-        try:
-            date(int(m.group(3)), int(m.group(4)), int(m.group(5)))
-        except ValueError:
-            continue
-        if _numbers_context_veto(text, m.start()):
-            continue
-        out.append(Finding("Chinese ID number", m.start(), m.end()))
-    return out
-
-
 def _key_body_spans(text: str) -> list[Finding]:
     out: list[Finding] = []
     for m in _KEY_BODY.finditer(text):
@@ -321,7 +256,8 @@ def find_secrets(text: str, *, first_look: bool = True) -> list[Finding]:
             if _looks_secret(value) and _plausible(value) and "://" not in m.group():
                 found.append(Finding("password", start, end))
     if numbers:
-        found += _card_spans(text) + _id_spans(text)
+        found += [Finding("card number", a, b) for a, b in card_spans(text)]
+        found += [Finding("Chinese ID number", a, b) for a, b in id_spans(text)]
     if every or len(text) >= 40:
         found += _key_body_spans(text)
     return _merge(text, found)
