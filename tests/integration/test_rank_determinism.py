@@ -5,11 +5,13 @@ hits by id)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 import memfold.engine.records as records
+import memfold.engine.write as write
 from memfold import Memory
 from memfold.engine.rank_keywords import add_scores
 from memfold.engine.read import fuse
@@ -20,6 +22,7 @@ from ..support.hash_embedder import HashEmbedder
 KEYWORD_FEEDBACK = {"score_weight_similarity": 1.0, "score_weight_time": 0.0, "score_weight_importance": 0.0,
                     "fusion_keyword_weight": 1.0, "min_score": 0.0, "score_penalty_question": 0.0,
                     "score_bonus_speaker": 0.0, "keyword_feedback_weight": 0.5}
+AT = datetime(2026, 11, 27, 9, 0, 0, tzinfo=timezone.utc)
 NAMES = ["rex", "bella", "max", "luna", "coco", "milo", "nala", "odie"]
 
 
@@ -35,6 +38,9 @@ def _ids(descending: bool):
 
 def _ranking(root: Path, monkeypatch: pytest.MonkeyPatch, descending: bool) -> list[tuple[str, float]]:
     monkeypatch.setattr(records, "new_id", _ids(descending))
+    # one clock for both runs: created_at (whole seconds) breaks the final order's ties, and a run
+    # that crossed a second boundary while the other did not ordered its tied turns differently
+    monkeypatch.setattr(write, "utcnow", lambda: AT)
     with Memory(root=root, embedder=HashEmbedder(), policy=KEYWORD_FEEDBACK) as m:
         # eight turns tied on the question's words (same length, one name each) ...
         for name in NAMES:
