@@ -37,7 +37,7 @@ class Policy:
     score_penalty_question: float = 0.1
     score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
-    keyword_feedback_weight: float = 0.2  # pseudo-relevance feedback for questions, cross-validated (docs/benchmarks.md); 0 = off
+    keyword_feedback_weight: float = 0.3  # feedback for questions, cross-validated (docs/benchmarks.md; was 0.2); 0 = off
     query_speaker_mask: float = 1.0  # > 0: speakers the query names masked on the vector side (rank_speakers.py); cross-validated
     session_key_weight: float = 0.0  # session keys (engine/rank_sessions.py), measured and left off (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor

@@ -21,7 +21,7 @@ from memfold.config import load_settings
 from memfold.engine.context import MESSAGE_OVERHEAD
 from memfold.maintenance.evolution import EVOLVE_EVERY
 from memfold.models import utcnow
-from memfold.policy import policy_keys
+from memfold.policy import Policy, policy_keys
 from memfold.text.tokens import count_tokens
 
 from ..support.hash_embedder import HashEmbedder
@@ -367,6 +367,7 @@ def _feedback_scenario(root: Path, user: str) -> None:
 def test_key_keyword_feedback_weight(root: Path):
     """pseudo-relevance feedback: the best hits' telling terms searched again with this weight (0 = off)"""
     _feedback_scenario(root, "u")
+    assert Policy().keyword_feedback_weight == 0.3  # cross-validated (0.2 until issue 16 session 7)
 
 
 def test_keyword_feedback_on_postgres(root: Path, pg_dsn: str, pg_server, monkeypatch: pytest.MonkeyPatch):

@@ -58,3 +58,28 @@ def test_rows_are_read_early_only_when_a_name_may_be_asked_about() -> None:
     assert not may_name_someone("What did I say? Where is it.")  # sentence openers and "I" only
     assert not may_name_someone("what did melanie paint")
     assert not may_name_someone('<BOD>\n<Bart>:"hi there"')  # a line's label opens the line
+
+
+def _extract_ranking(root: Path, embedder, **policy) -> list[tuple[str | None, str]]:
+    """Two speakers each tell a fact the rules extract; asked about one of them by name, only the
+    extracted memories ranked (turns left out), with their speaker."""
+    with Memory(root=root, embedder=embedder, policy={**VECTOR_ONLY, **policy}) as m:
+        m.add([{"role": "user", "name": "Jordan", "content": "Morgan! My favourite colour is green, Morgan.",
+                "turn_id": "D1:0"},
+               {"role": "user", "name": "Morgan", "content": "My favourite colour is blue.", "turn_id": "D1:1"},
+               {"role": "user", "name": "Sam", "content": "My brother's name is Alex.", "turn_id": "D1:2"},
+               {"role": "user", "name": "Sam", "content": "My favourite food is pasta.", "turn_id": "D1:3"}],
+              "c")
+        hits = m.search("What is Morgan's favourite colour?", "c", limit=2, include_episodic=False,
+                        record_access=False)
+        return [(h.record.structured_data.get("speaker"), h.record.source_ids[0]) for h in hits]
+
+
+def test_an_extracted_memory_carries_its_turns_speaker(tmp_path: Path, embedder) -> None:
+    """A memory the rules extract from a turn was said by that turn's speaker: it carries the name
+    (``structured_data["speaker"]``), so the speaker bonus and the mask treat it as they treat the turn."""
+    off = _extract_ranking(tmp_path / "off", embedder, score_bonus_speaker=0.0, query_speaker_mask=0.0)
+    assert sorted(off) == [("Jordan", "D1:0"), ("Morgan", "D1:1")]  # each extract names who said it
+    assert off[0] == ("Jordan", "D1:0")  # without the bonus the extract that holds the name wins
+    on = _extract_ranking(tmp_path / "on", embedder, score_bonus_speaker=0.5, query_speaker_mask=0.0)
+    assert on[0] == ("Morgan", "D1:1")  # the named speaker's own extract is lifted above it

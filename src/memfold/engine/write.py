@@ -203,7 +203,8 @@ class WritePath:
                             t = mtype or ex.memory_type
                             cands.append(Candidate(self._record(
                                 user_id, t, ex.content, when, importance if importance is not None else ex.importance,
-                                ex.structured_data, src, agent_id, session_id), Origin.EXTRACTED))
+                                {**ex.structured_data, **({"speaker": m.name} if m.name else {})}, src, agent_id,
+                                session_id), Origin.EXTRACTED))
                 prev = (f"{m.name}: " if m.name else "") + (
                     pieces[-1] if m.role in USER_ROLES else quoted_reply(pieces[0], QUOTED_REPLY_CHARS))
                 turn_of.update((c.record.id, i) for c in cands[n_before:])
