@@ -156,6 +156,22 @@ def test_messages_store_turns_with_ids_and_extracted_memories(mem: Memory, root:
     assert "my dog is called Bob" in text and "Hi! Remember" not in text  # turns are not file content
 
 
+def test_a_reply_to_advice_is_stored_as_a_turn_not_as_a_todo(mem: Memory, root: Path):
+    res = mem.add([
+        {"role": "user", "content": "Any galleries you'd suggest?", "turn_id": "S1:1"},
+        {"role": "assistant", "content": "Try The Art Cube and the city museum.", "turn_id": "S1:2"},
+        {"role": "user", "content": "Thanks! I'll definitely check out those galleries. I need to renew my passport.",
+         "turn_id": "S1:3"},
+    ], "alice")
+    turns = [r for r in res.added if r.file == ""]
+    assert [t.source_ids for t in turns] == [("S1:1",), ("S1:3",)]  # the reply's words are kept in its turn
+    todos = mem.get_all("alice", memory_type="todo")
+    assert [r.content for r in todos] == ["I need to renew my passport"]
+    assert "check out" not in (root / "alice" / "MEMORY.md").read_text()
+    # still found: the turn answers for it
+    assert "S1:3" in mem.search("galleries to check out", "alice", limit=3)[0].record.source_ids
+
+
 def test_update_delete_forget_history_and_backups(mem: Memory, root: Path):
     a = mem.add("I like green tea", "alice").added[0]
     b = mem.add("My favourite city is Kyoto", "alice").added[0]

@@ -2,7 +2,7 @@
 
 from memfold.models import MemoryType
 from memfold.text import memory_markdown as md
-from memfold.text.extraction import classify, extract
+from memfold.text.extraction import classify, extract, follow_up
 from memfold.text.secrets import find_secret, redact
 from memfold.text.terms import terms
 
@@ -64,6 +64,29 @@ def test_extraction_rules_zh_en():
     assert ex.content == "我的咖啡偏好是无糖拿铁，大杯" and ex.importance == 0.8
     assert extract("What do you like?") == []
     assert extract("haha nice") == []
+
+
+def test_a_reply_to_advice_is_not_a_todo_but_a_commitment_is():
+    replies = [  # from LongMemEval's user turns, then made up; en and zh
+        "I'll definitely search online for galleries and museums in my area.",
+        "I think I'll go with the Lime-Honey Syrup.",
+        "I'll definitely keep those tips in mind when organizing my collection.",
+        "I'm not sure if I should bring my clipless pedals.",
+        "I'll check out that café.", "I think I'll try it.", "Maybe I'll look into yoga classes.",
+        "I'll give it a shot.", "Thanks, I'll follow your advice.", "我会试试这家店。", "那我考虑一下。", "我去看看吧。"]
+    for text in replies:
+        assert follow_up(text), text
+        assert extract(text) == [], text
+    commitments = ["I need to renew my passport.", "I have to pick up Emma from school.", "Remind me to water the plants.",
+                   "I will send the report to Anna.", "I'm going to sell my car.", "我要交房租。", "提醒我给妈妈打电话。"]
+    for text in commitments:
+        assert not follow_up(text), text
+        assert [e.memory_type for e in extract(text)] == [MemoryType.TODO], text
+    # a date makes a reply a plan: kept
+    (ex,) = extract("I'll check out the new café on Friday.")
+    assert ex.memory_type is MemoryType.TODO and ex.structured_data == {"when": "on Friday"}
+    # the other rules are untouched by the follow-up rule
+    assert [e.memory_type for e in extract("I think I'll try it. I love spicy food.")] == [MemoryType.PREFERENCE]
 
 
 def test_extraction_drops_the_pointer_words_of_a_request():

@@ -2,7 +2,11 @@
 
 Rules: explicit requests ("remember…", "记住…", "别忘了…"), preferences ("I like/prefer…",
 "我喜欢/偏好…"), attributes ("my X is Y", "我的X是Y"), commitments ("I will…", "提醒我…")
-and dated events. Each rule yields the sentence in the user's own words."""
+and dated events. Each rule yields the sentence in the user's own words.
+
+A reply to a suggestion is not a commitment: "I'll check out that café", "I think I'll try it",
+"I'll keep that in mind", "我会试试" say the user heard the advice, not that there is something to
+do (``follow_up``). Without a date they are not extracted; the turn itself is still stored."""
 
 from __future__ import annotations
 
@@ -35,6 +39,26 @@ _ATTR_ZH_KIN = re.compile(r"我(女儿|儿子|孩子|宝宝|老婆|老公|妻子
 _TODO_EN = re.compile(r"\b(?:I(?:'ll| will| need to| have to| must| should| promise| plan to|'m going to| am going to)"
                       r"|remind me|don'?t let me forget|we(?:'ll| will| need to))\b", re.I)
 _TODO_ZH = re.compile(r"(?:我要|我会|我得|我需要|我打算|我计划|我准备|提醒我|答应|记得要|待办|截止)")
+# a reply to what was just suggested (``follow_up``): an intention to try, look at or weigh something,
+# a hedged intention, one that points back at the advice, or one the user is unsure of
+_FU_ADV = (r"(?:\s+(?:definitely|probably|certainly|also|just|really|totally|first|then|now|still|surely|likely|"
+           r"actually|maybe|perhaps|happily|gladly|so|too))*")
+_FU_VERB_EN = re.compile(
+    r"\b(?:I|we)(?:'ll|\u2019ll| will|'m going to| am going to|'d like to| would like to| might| may| could| should)"
+    + _FU_ADV + r"\s+(?:check\b|try\b|give\b|look\b|consider\b|think\b|keep\b[^.]{0,40}\bin mind|bear\b[^.]{0,40}\bin mind|"
+    r"keep (?:that|this|these|those|it|them|your)\b|go (?:with|for)\b|stick (?:with|to)\b|research\b|search\b|explore\b|"
+    r"browse\b|let you know\b|keep you\b|reach out\b|take (?:a look|note|your|that|this|these|those|it)\b|"
+    r"follow (?:your|these|those|that|this|the tips|the advice|up)\b|see (?:if|what|how|whether)\b|ask (?:about|around)\b|"
+    r"start (?:by|with)\b|definitely\b|(?:be sure|make sure) to (?:check|try|look|keep|let|follow)\b)", re.I)
+_FU_HEDGE_EN = re.compile(r"\b(?:I|we)\s+(?:think|guess|suppose|figure|might|may)\b|\b(?:maybe|perhaps|probably)\b", re.I)
+_FU_POINTER_EN = re.compile(
+    r"\b(?:you(?:'ve|\u2019ve)? (?:mentioned|suggested|recommended|provided|listed|shared|gave|said)|your (?:suggestions?|"
+    r"advice|tips|recommendations?|ideas|help)|(?:these|those) (?:tips|suggestions|ideas|options|recommendations|"
+    r"resources|steps))\b", re.I)
+_FU_UNSURE_EN = re.compile(r"\b(?:not sure|unsure|wondering|don't know|do not know|undecided)\b[^.]{0,20}\b(?:if|whether)\b",
+                           re.I)
+_FU_ZH = re.compile(r"(?:我|我们)(?:会|要|就|得|再|先|也|去|可以)*(?:试试|试一试|试一下|看看|看一看|看一下|考虑|想想|想一想|"
+                    r"研究一下|查查|查一下|留意|参考)|(?:也许|可能|或许|大概)(?:我|我们)?(?:会|要)|不确定(?:要不要|是否|该不该)")
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
            "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
 _DATE_EN = re.compile(rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})"
@@ -91,6 +115,15 @@ def classify(text: str) -> tuple[MemoryType, dict[str, Any]]:
     return MemoryType.NOTE, {}
 
 
+def follow_up(sentence: str) -> bool:
+    """An intention that answers a suggestion rather than commits to something: trying, looking at or
+    weighing it ("I'll definitely check out those galleries", "I'll go with the blue one"), hedged
+    ("I think I'll…", "maybe…"), pointing back at the advice ("your tips"), or unsure ("not sure if I
+    should…"); "我会试试", "我考虑一下". Obligations ("I need to…", "remind me…") are not follow-ups."""
+    return bool(_FU_VERB_EN.search(sentence) or _FU_HEDGE_EN.search(sentence) or _FU_POINTER_EN.search(sentence)
+                or _FU_UNSURE_EN.search(sentence) or _FU_ZH.search(sentence))
+
+
 def _trim(s: str) -> str:
     return s.strip().rstrip(".!。！，,;；").strip()
 
@@ -111,6 +144,8 @@ def extract(text: str) -> list[Extracted]:
         mtype, data = classify(sent)
         if mtype is MemoryType.NOTE:
             continue
+        if mtype is MemoryType.TODO and "when" not in data and follow_up(sent):
+            continue  # a reply to advice, not a to-do (a dated one is a plan: kept)
         importance = {MemoryType.PREFERENCE: 0.7, MemoryType.TODO: 0.7, MemoryType.FACT: 0.6}.get(mtype, 0.5)
         out.append(Extracted(mtype, _trim(sent), importance, data))
     return out
