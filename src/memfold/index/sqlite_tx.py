@@ -60,6 +60,7 @@ class _Tx:
         ix._lock.acquire()
         depth = getattr(ix, "_tx_depth", 0)
         if depth == 0:
+            ix._writes = getattr(ix, "_writes", 0) + 1  # before anything is written: kept reads are stale
             try:
                 ix._db.execute("BEGIN IMMEDIATE")
             except sqlite3.DatabaseError as exc:
