@@ -5,6 +5,7 @@ with short JSON decoded once, and the vector product on one BLAS thread."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -128,3 +129,34 @@ def test_vector_search_runs_on_one_blas_thread() -> None:
     assert [mid for mid, _ in m.search(q, 10)] == [f"v{i}" for i in exact]
     with one_blas_thread():
         assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
+
+
+def test_kept_row_terms_are_bounded_and_follow_changes() -> None:
+    """The terms of rows asked about are kept between searches (``KeywordIndex._doc``): at most
+    ``DOCS_KEPT`` rows, forgotten at the next change, and each caller gets a dict of its own."""
+    k = KeywordIndex()
+    k.DOCS_KEPT = 20
+    k.FOLD_MIN_POSTINGS = 50  # a base and a delta both get rows
+    texts = _texts(60, seed=9)
+    ids = [f"m{i}" for i in range(len(texts))]
+    for i in range(0, len(texts), 15):
+        k.upsert(ids[i: i + 15], [fts_document(t) for t in texts[i: i + 15]])
+
+    def counts(text: str) -> dict[str, int]:
+        return dict(Counter(fts_document(text).split()))
+
+    for _ in range(2):  # asked, then asked again (kept)
+        got = k.doc_terms(ids)
+        assert got == {mid: counts(t) for mid, t in zip(ids, texts)}
+        assert 0 < len(k._docs) <= 20
+    q = terms("violin lesson in the garden", query=True)
+    assert k.terms_held(ids, q) == {mid: len(set(q) & set(counts(t))) for mid, t in zip(ids, texts)}
+    assert 0 < len(k._docs) <= 20
+    last = ids[-1]
+    k.doc_terms([last])[last]["violin"] = 99  # the caller's copy
+    assert k.doc_terms([last])[last] == counts(texts[-1])
+    k.upsert([last], [fts_document("chess club in Berlin")])  # a change: the kept terms go
+    assert k.doc_terms([last])[last] == counts("chess club in Berlin")
+    assert k.terms_held([last], terms("chess Berlin", query=True)) == {last: 2}
+    k.remove([ids[-2]])
+    assert ids[-2] not in k.doc_terms([ids[-2]]) and k.terms_held([ids[-2]], q) == {}
