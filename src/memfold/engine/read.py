@@ -309,8 +309,9 @@ class Retriever:
         out: list[SearchHit] = []
         held = held or {}
         absorbed = absorbed or {}
-        for h in hits:
-            rel = max(relevance(cosines.get(r.id, cos_floor), qterms, index_text(r), held.get(r.id))
+        for h in hits:  # a text whose query terms the index counted (``held``) is not needed
+            rel = max(relevance(cosines.get(r.id, cos_floor), qterms,
+                                index_text(r) if (n := held.get(r.id)) is None else "", n)
                       for r in (h.record, *absorbed.get(h.record.id, ())))
             if rel >= min_score:
                 out.append(_hit(h.record, h.score, h.similarity, h.keyword_score, h.vector_score, rel))
