@@ -148,3 +148,29 @@ def test_the_record_cache_is_bounded(tmp_path: Path) -> None:
 def test_record_cache_setting_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="record_cache"):
         _open(tmp_path / "ws", record_cache=-1)
+
+
+def test_one_search_reads_the_index_seq_once_and_sees_what_it_reconciled(tmp_path: Path) -> None:
+    """A search reads the index's seq once for all its lookups (``SqliteIndex.search_scope``); a hand
+    edit it brings into the index first (its own write) is found by that same search."""
+    root = tmp_path / "ws"
+    with _open(root) as mem:
+        mem.add([{"role": "user", "content": t} for t in FACTS], infer=False)
+        mem.add("I keep bees on the roof", memory_type="fact", infer=False)
+        mem.search("violin", record_access=False, now=NOW)
+        seen: list[str] = []
+        _sqlite(mem)._db.set_trace_callback(seen.append)
+        mem.search("what did Anna say about tea?", record_access=False, now=NOW)
+        assert sum("FROM meta WHERE key = 'seq'" in s for s in seen) == 1
+        path = root / "default" / "MEMORY.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("I keep bees on the roof",
+                                                                 "I keep wasps in the cellar"), encoding="utf-8")
+        hits = mem.search("wasps in the cellar", record_access=False, now=NOW)  # reconciled, then found
+        assert hits and hits[0].record.content == "I keep wasps in the cellar"
+        assert "bees" not in " ".join(h.record.content for h in mem.search("bees roof", record_access=False, now=NOW))
+        # a write of this thread inside a search's scope: the lookups after it read the seq again
+        with _sqlite(mem).search_scope("default"):
+            assert all("saxophone" not in h.record.content for h in mem.search("saxophone", record_access=False, now=NOW))
+            mem.add("Dora bought a saxophone", infer=False)
+            hits = mem.search("saxophone", record_access=False, now=NOW)
+            assert hits and hits[0].record.content == "Dora bought a saxophone"

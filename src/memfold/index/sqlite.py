@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -296,6 +297,10 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         q = "SELECT COUNT(*) FROM memories WHERE user_id = ?" + (" AND is_active = 1" if active_only else "")
         with self._lock:
             return int(self._db.execute(q, (user_id,)).fetchone()[0])
+
+    def search_scope(self, user_id: str) -> AbstractContextManager[None]:
+        """One search (``engine/search_scope.py``): the index's seq read once for its lookups."""
+        return self._search.pinned()
 
     def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         uniq = list(dict.fromkeys(t for t in terms if t))
