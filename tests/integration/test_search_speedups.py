@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from memfold import Memory
 from memfold.index.keywords import KeywordIndex
@@ -127,8 +127,14 @@ def test_vector_search_runs_on_one_blas_thread() -> None:
     q = x[7]
     exact = np.argsort(-(x @ q), kind="stable")[:10]
     assert [mid for mid, _ in m.search(q, 10)] == [f"v{i}" for i in exact]
+    before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
     with one_blas_thread():
         assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
+    assert [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"] == before  # given back
+    with threadpool_limits(limits=2, user_api="blas"):  # whatever the count was, it comes back
+        with one_blas_thread():
+            assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
+        assert all(lib["num_threads"] == 2 for lib in threadpool_info() if lib["user_api"] == "blas")
 
 
 def test_kept_row_terms_are_bounded_and_follow_changes() -> None:
@@ -160,3 +166,17 @@ def test_kept_row_terms_are_bounded_and_follow_changes() -> None:
     assert k.terms_held([last], terms("chess Berlin", query=True)) == {last: 2}
     k.remove([ids[-2]])
     assert ids[-2] not in k.doc_terms([ids[-2]]) and k.terms_held([ids[-2]], q) == {}
+
+
+def test_sqlite_file_states_are_what_file_state_reads(tmp_path: Path) -> None:
+    """A search's file check reads every file state of the namespace in one query (``file_states``)."""
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+        m.add("I keep bees on the roof", "u", memory_type="fact", infer=False)
+        m.add("I learned that bees dislike smoke", "u", memory_type="skill", infer=False)
+        m.add_note("went to the market", "u")
+        ix = getattr(m.index, "inner", m.index)
+        got = ix.file_states("u")
+        files = [r[0] for r in ix._db.execute("SELECT file FROM files WHERE user_id = 'u'")]
+        assert len(got) >= 2 and set(got) == set(files)
+        assert got == {f: ix.file_state("u", f) for f in files}
+        assert ix.file_states("nobody") == {}

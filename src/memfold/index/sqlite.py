@@ -338,6 +338,12 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                                    (user_id, file)).fetchone()
         return (int(row[0]), int(row[1])) if row else None
 
+    def file_states(self, user_id: str) -> dict[str, tuple[int, int]]:
+        """Every file state of the namespace in one query (``UserStore.sync`` on each search)."""
+        with self._lock:
+            rows = self._db.execute("SELECT file, mtime_ns, size FROM files WHERE user_id = ?", (user_id,)).fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
     def user_ids(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
