@@ -5,11 +5,12 @@ with short JSON decoded once, and the vector product on one BLAS thread."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from memfold import Memory
 from memfold.index.keywords import KeywordIndex
@@ -126,5 +127,56 @@ def test_vector_search_runs_on_one_blas_thread() -> None:
     q = x[7]
     exact = np.argsort(-(x @ q), kind="stable")[:10]
     assert [mid for mid, _ in m.search(q, 10)] == [f"v{i}" for i in exact]
+    before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
     with one_blas_thread():
         assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
+    assert [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"] == before  # given back
+    with threadpool_limits(limits=2, user_api="blas"):  # whatever the count was, it comes back
+        with one_blas_thread():
+            assert all(lib["num_threads"] == 1 for lib in threadpool_info() if lib["user_api"] == "blas")
+        assert all(lib["num_threads"] == 2 for lib in threadpool_info() if lib["user_api"] == "blas")
+
+
+def test_kept_row_terms_are_bounded_and_follow_changes() -> None:
+    """The terms of rows asked about are kept between searches (``KeywordIndex._doc``): at most
+    ``DOCS_KEPT`` rows, forgotten at the next change, and each caller gets a dict of its own."""
+    k = KeywordIndex()
+    k.DOCS_KEPT = 20
+    k.FOLD_MIN_POSTINGS = 50  # a base and a delta both get rows
+    texts = _texts(60, seed=9)
+    ids = [f"m{i}" for i in range(len(texts))]
+    for i in range(0, len(texts), 15):
+        k.upsert(ids[i: i + 15], [fts_document(t) for t in texts[i: i + 15]])
+
+    def counts(text: str) -> dict[str, int]:
+        return dict(Counter(fts_document(text).split()))
+
+    for _ in range(2):  # asked, then asked again (kept)
+        got = k.doc_terms(ids)
+        assert got == {mid: counts(t) for mid, t in zip(ids, texts)}
+        assert 0 < len(k._docs) <= 20
+    q = terms("violin lesson in the garden", query=True)
+    assert k.terms_held(ids, q) == {mid: len(set(q) & set(counts(t))) for mid, t in zip(ids, texts)}
+    assert 0 < len(k._docs) <= 20
+    last = ids[-1]
+    k.doc_terms([last])[last]["violin"] = 99  # the caller's copy
+    assert k.doc_terms([last])[last] == counts(texts[-1])
+    k.upsert([last], [fts_document("chess club in Berlin")])  # a change: the kept terms go
+    assert k.doc_terms([last])[last] == counts("chess club in Berlin")
+    assert k.terms_held([last], terms("chess Berlin", query=True)) == {last: 2}
+    k.remove([ids[-2]])
+    assert ids[-2] not in k.doc_terms([ids[-2]]) and k.terms_held([ids[-2]], q) == {}
+
+
+def test_sqlite_file_states_are_what_file_state_reads(tmp_path: Path) -> None:
+    """A search's file check reads every file state of the namespace in one query (``file_states``)."""
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+        m.add("I keep bees on the roof", "u", memory_type="fact", infer=False)
+        m.add("I learned that bees dislike smoke", "u", memory_type="skill", infer=False)
+        m.add_note("went to the market", "u")
+        ix = getattr(m.index, "inner", m.index)
+        got = ix.file_states("u")
+        files = [r[0] for r in ix._db.execute("SELECT file FROM files WHERE user_id = 'u'")]
+        assert len(got) >= 2 and set(got) == set(files)
+        assert got == {f: ix.file_state("u", f) for f in files}
+        assert ix.file_states("nobody") == {}

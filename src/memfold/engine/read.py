@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, cast
@@ -35,6 +35,23 @@ from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
 from .store import UserStore
+
+_HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance")
+# SearchHit's fields are these and it has no __post_init__: a hit is made by filling a bare instance's
+# __dict__ (a frozen dataclass's __init__ sets each field through object.__setattr__; a search makes
+# ~30 hits); anything else takes the constructor
+_FILL_HIT = ({f.name for f in fields(SearchHit)} == set(_HIT_FIELDS)
+             and not hasattr(SearchHit, "__post_init__") and not hasattr(SearchHit, "__slots__"))
+
+
+def _hit(record: MemoryRecord, score: float, similarity: float, keyword_score: float, vector_score: float,
+         relevance: float = 1.0) -> SearchHit:
+    if not _FILL_HIT:
+        return SearchHit(record, score, similarity, keyword_score, vector_score, relevance)
+    h = object.__new__(SearchHit)
+    h.__dict__.update(record=record, score=score, similarity=similarity, keyword_score=keyword_score,
+                      vector_score=vector_score, relevance=relevance)
+    return h
 
 
 def fuse(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], keyword_weight: float
@@ -228,6 +245,7 @@ class Retriever:
         now = now or utcnow()
         cues = query_cues(query, now, pol)
         hits: list[SearchHit] = []
+        score = self._scorer(pol, now)
         for mid, (sim, kpart, vpart) in fused.items():
             r = records.get(mid)
             if r is None or (not r.is_active and not include_archived):
@@ -237,8 +255,7 @@ class Retriever:
             if not include_episodic and r.file == EPISODIC:
                 continue
             sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol)
-            hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
-                                  keyword_score=kpart, vector_score=vpart))
+            hits.append(_hit(r, score(r, sim), sim, kpart, vpart))
         if slot is not None:  # scored again by the next search of the same words at this counter
             prep = Prepared(pol, now.date(), [(h.record, h.similarity, h.keyword_score, h.vector_score) for h in hits],
                             cosines, cos_floor, qset)
@@ -249,11 +266,11 @@ class Retriever:
                   k: int, pol: Policy, now: datetime, collapse_copies: bool, record_access: bool) -> list[SearchHit]:
         """A prepared answer's candidates scored again with their access statistics as they are now."""
         hits: list[SearchHit] = []
+        score = self._scorer(pol, now)
         for r, sim, kpart, vpart in prep.cands:
             count, at = stats[r.id]
             r = with_access(r, count, at)
-            hits.append(SearchHit(record=r, score=self._score(r, sim, pol, now), similarity=sim,
-                                  keyword_score=kpart, vector_score=vpart))
+            hits.append(_hit(r, score(r, sim), sim, kpart, vpart))
         return self._ranked(store, user_id, hits, k, prep.cosines, prep.cos_floor, prep.qset, pol, now,
                             collapse_copies, record_access, prep, None)
 
@@ -292,22 +309,29 @@ class Retriever:
         out: list[SearchHit] = []
         held = held or {}
         absorbed = absorbed or {}
-        for h in hits:
-            rel = max(relevance(cosines.get(r.id, cos_floor), qterms, index_text(r), held.get(r.id))
+        for h in hits:  # a text whose query terms the index counted (``held``) is not needed
+            rel = max(relevance(cosines.get(r.id, cos_floor), qterms,
+                                index_text(r) if (n := held.get(r.id)) is None else "", n)
                       for r in (h.record, *absorbed.get(h.record.id, ())))
             if rel >= min_score:
-                out.append(replace(h, relevance=rel))
+                out.append(_hit(h.record, h.score, h.similarity, h.keyword_score, h.vector_score, rel))
                 if len(out) >= k:
                     break
         return out
 
     @staticmethod
-    def _score(r: MemoryRecord, similarity: float, pol: Policy, now: datetime) -> float:
-        ref = r.last_accessed_at or r.created_at
-        days = max(0.0, (now - ref).total_seconds() / 86400.0)
-        return (pol.score_weight_similarity * similarity
-                + pol.score_weight_time * math.exp(-days / pol.decay_tau_days)
-                + pol.score_weight_importance * r.importance)
+    def _scorer(pol: Policy, now: datetime) -> Callable[[MemoryRecord, float], float]:
+        """The ranking score of a candidate (similarity, recency of access, importance), the policy's
+        weights looked up once for all the candidates of a search."""
+        w_sim, w_time, w_imp, tau = (pol.score_weight_similarity, pol.score_weight_time,
+                                     pol.score_weight_importance, pol.decay_tau_days)
+        exp = math.exp
+
+        def score(r: MemoryRecord, similarity: float) -> float:
+            ref = r.last_accessed_at or r.created_at
+            days = max(0.0, (now - ref).total_seconds() / 86400.0)
+            return w_sim * similarity + w_time * exp(-days / tau) + w_imp * r.importance
+        return score
 
     def recent_notes(self, user_id: str, days: int, now: datetime | None = None) -> list[DailyNote]:
         """Daily notes of the last ``days`` days, oldest first, read from the index (no file reads)."""

@@ -190,8 +190,10 @@ def open_index(settings: "Settings", dim: int, embedder_name: str) -> Index:
 
         if settings.index.vector_exact_max < 0:
             raise ConfigError(f"setting [index] vector_exact_max must be 0 or more, got {settings.index.vector_exact_max}")
+        if settings.index.record_cache < 0:
+            raise ConfigError(f"setting [index] record_cache must be 0 or more, got {settings.index.record_cache}")
         return SqliteIndex(settings.root / "index.db", dim=dim, embedder_name=embedder_name,
-                           vector_exact_max=settings.index.vector_exact_max)
+                           vector_exact_max=settings.index.vector_exact_max, record_cache=settings.index.record_cache)
     if backend == "postgres":
         try:
             from .postgres import PostgresIndex  # type: ignore[import-not-found]

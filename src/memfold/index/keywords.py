@@ -53,6 +53,9 @@ class KeywordIndex:
     # are a view of ``t_slot``), one with delta postings its slots too (16)
     MEMO_SHARE = 0.25
     POSTING_BYTES = 16  # t_slot, t_tf, s_tid, s_tf: 4 bytes each
+    # the terms of the rows the read path asked about (``doc_terms``, ``terms_held``) are kept until the
+    # next change, at most this many rows (the first kept leave first): searches ask for the same rows
+    DOCS_KEPT = 4096
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
@@ -82,6 +85,7 @@ class KeywordIndex:
         self._memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # term id -> weighted postings (``_weighted``)
         self._memo_size = 0  # postings in ``_memo``
         self._memo_bytes = 0  # bytes ``_memo``'s arrays hold of their own (a view of ``t_slot`` holds none)
+        self._docs: dict[str, dict[str, int]] = {}  # id -> its terms with counts (``_doc``), until a change
 
     # ---- building ------------------------------------------------------------------
     def _tids(self, tokens: list[str]) -> np.ndarray:
@@ -279,18 +283,33 @@ class KeywordIndex:
     def terms_held(self, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
         """For each of ``ids`` in the index, how many of the distinct ``terms`` its document holds
         (the relevance floor's keyword coverage, without tokenising the row's text again)."""
-        wanted = {self.vocab[t] for t in set(terms) if t in self.vocab}
+        wanted = set(terms)
         out: dict[str, int] = {}
         for mid in ids:
-            s = self.pos.get(mid)
-            if s is None or not self.alive[s]:
-                continue
-            out[mid] = len(wanted.intersection(self._terms_of(s).tolist())) if wanted else 0
+            doc = self._doc(mid)
+            if doc is not None:
+                out[mid] = len(wanted.intersection(doc)) if wanted else 0
         return out
 
     def doc_terms(self, ids: Sequence[str]) -> dict[str, dict[str, int]]:
         """For each of ``ids`` in the index, its document's terms with their counts (in term-id order,
         not the text's): what tokenising the row's indexed text gives, without tokenising it."""
+        out: dict[str, dict[str, int]] = {}
+        for mid in ids:
+            doc = self._doc(mid)
+            if doc is not None:
+                out[mid] = dict(doc)  # the caller's own
+        return out
+
+    def _doc(self, mid: str) -> dict[str, int] | None:
+        """The terms (with counts) of the live row ``mid``, kept until the next change (``DOCS_KEPT``
+        rows at most); None when the index does not hold it."""
+        doc = self._docs.get(mid)
+        if doc is not None:
+            return doc
+        s = self.pos.get(mid)
+        if s is None or not self.alive[s]:
+            return None
         words = self._words
         if words is None or len(words) != len(self.vocab):
             if words is None or len(words) > len(self.vocab):
@@ -298,18 +317,17 @@ class KeywordIndex:
             else:  # new terms only: ids are handed out in order
                 words.extend(islice(self.vocab, len(words), None))
             self._words = words
-        out: dict[str, dict[str, int]] = {}
-        for mid in ids:
-            s = self.pos.get(mid)
-            if s is None or not self.alive[s]:
-                continue
-            if s < self.base_n:
-                a, b = int(self.s_ptr[s]), int(self.s_ptr[s + 1])
-                tids, tfs = self.s_tid[a:b], self.s_tf[a:b]
-            else:
-                tids, tfs = self.d_terms[s]
-            out[mid] = dict(zip(map(words.__getitem__, tids.tolist()), tfs.astype(np.int64).tolist()))
-        return out
+        if s < self.base_n:
+            a, b = int(self.s_ptr[s]), int(self.s_ptr[s + 1])
+            tids, tfs = self.s_tid[a:b], self.s_tf[a:b]
+        else:
+            tids, tfs = self.d_terms[s]
+        doc = dict(zip(map(words.__getitem__, tids.tolist()), tfs.astype(np.int64).tolist()))
+        kept = self._docs
+        if len(kept) >= self.DOCS_KEPT:
+            del kept[next(iter(kept))]
+        kept[mid] = doc
+        return doc
 
     def _delta_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The delta's postings of a term as (slots, tfs) arrays, converted once per change of its list
@@ -364,6 +382,7 @@ class KeywordIndex:
         self._memo.clear()
         self._memo_size = 0
         self._memo_bytes = 0
+        self._docs.clear()
 
     def search(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         if self.live == 0 or limit <= 0:

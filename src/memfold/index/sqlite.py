@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from ..models import HistoryEntry, MemoryRecord
 from ..workspace.files import FileLock
 from . import leases, terms_version
 from .base import IndexItem
+from .record_cache import DEFAULT_SIZE as RECORD_CACHE_SIZE
+from .record_cache import RecordCache
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_cache import SqliteCacheReads
 from .sqlite_rows import SqlitePurge, SqliteRowReads
@@ -36,13 +39,16 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
     _tx_depth = 0  # open transactions of this object (``_Tx``)
+    _writes = 0  # write transactions this object has begun (``_Tx``): part of the record cache's token
 
-    def __init__(self, path: Path, *, dim: int, embedder_name: str, vector_exact_max: int = EXACT_MAX):
+    def __init__(self, path: Path, *, dim: int, embedder_name: str, vector_exact_max: int = EXACT_MAX,
+                 record_cache: int = RECORD_CACHE_SIZE):
         self.path = Path(path)
         self.dim = dim
         self.vector_exact_max = vector_exact_max
         self._lock = threading.RLock()
         self._closed = False
+        self._records = RecordCache(record_cache)  # rows read by ``get``, kept while the file is unchanged
         self.read_only = _read_only(self.path)
         if self.read_only:
             self._open_read_only(embedder_name)
@@ -191,11 +197,18 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
         if not ids or self.read_only:  # access statistics are a side effect of reading: not kept read-only
             return
-        with self._lock, self._tx():
-            self._db.executemany(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ? AND user_id = ?",
-                [(at.isoformat(), mid, user_id) for mid in ids])
-            self._db.execute("INSERT INTO access_log VALUES (?, ?, ?)", (user_id, at.isoformat(), json.dumps(list(ids))))
+        with self._lock:
+            alone, before = not self._tx_depth, self._writes
+            with self._tx():
+                self._db.executemany(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ? "
+                    "AND user_id = ?", [(at.isoformat(), mid, user_id) for mid in ids])
+                self._db.execute("INSERT INTO access_log VALUES (?, ?, ?)",
+                                 (user_id, at.isoformat(), json.dumps(list(ids))))
+            kept = self._records
+            if alone and kept.token is not None and kept.token[1] == before:  # committed: nothing else written here
+                kept.token = (kept.token[0], self._writes)
+                kept.patch_access(user_id, ids, at)
 
     def append_history(self, entries: Sequence[HistoryEntry]) -> None:
         if not entries:
@@ -232,14 +245,23 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
     def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:
             return []
+        asked = ids
         with self._lock:
             out: dict[str, MemoryRecord] = {}
+            kept = self._records if self._records.size and not self._tx_depth else None  # never a write's rows
+            if kept is not None:
+                kept.check((self._db.execute("PRAGMA data_version").fetchone()[0], self._writes))
+                ids = kept.take(user_id, ids, out)
+            read: list[MemoryRecord] = []
             for chunk in range(0, len(ids), 500):
                 part = list(ids[chunk: chunk + 500])
                 q = f"SELECT {_COLS} FROM memories WHERE +user_id = ? AND id IN ({','.join('?' * len(part))})"
                 for r in self._db.execute(q, [user_id, *part]):
-                    out[r[0]] = record_from_row(r)
-        return [out[i] for i in ids if i in out]
+                    out[r[0]] = rec = record_from_row(r)
+                    read.append(rec)
+            if kept is not None:
+                kept.put(user_id, read)
+        return [out[i] for i in asked if i in out]
 
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
                      memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
@@ -276,6 +298,10 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         with self._lock:
             return int(self._db.execute(q, (user_id,)).fetchone()[0])
 
+    def search_scope(self, user_id: str) -> AbstractContextManager[None]:
+        """One search (``engine/search_scope.py``): the index's seq read once for its lookups."""
+        return self._search.pinned()
+
     def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         uniq = list(dict.fromkeys(t for t in terms if t))
         if not uniq or limit <= 0:
@@ -311,6 +337,12 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             row = self._db.execute("SELECT mtime_ns, size FROM files WHERE user_id = ? AND file = ?",
                                    (user_id, file)).fetchone()
         return (int(row[0]), int(row[1])) if row else None
+
+    def file_states(self, user_id: str) -> dict[str, tuple[int, int]]:
+        """Every file state of the namespace in one query (``UserStore.sync`` on each search)."""
+        with self._lock:
+            rows = self._db.execute("SELECT file, mtime_ns, size FROM files WHERE user_id = ?", (user_id,)).fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
     def user_ids(self) -> list[str]:
         with self._lock:
@@ -354,5 +386,6 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             if self._closed:
                 return
             self._closed = True
+            self._records.clear()
             self._search.save_snapshots()
             self._db.close()

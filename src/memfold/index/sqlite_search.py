@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +29,36 @@ class SearchStructures:
         self.matrices: dict[str, VectorMatrix] = {}
         self.keywords: dict[str, KeywordIndex] = {}
         self.snapshot_seq: dict[str, int | None] = {}  # seq of the snapshot a namespace started from
+        self._pin = threading.local()  # this thread's search (``pinned``): the seq it read first
         snapshot.remove_leftovers(snapshot.cache_dir(index_path))
 
     def current_seq(self) -> int:
-        return int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+        pin = self._pin.__dict__
+        seq = pin.get("seq")
+        if seq is None:
+            seq = int(self.db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+            if pin.get("on"):
+                pin["seq"] = seq
+        return seq
+
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """One search on this thread: the index's seq is read once, at its first lookup, and serves its
+        later ones (a search answers as the index stood when it began, as ``CachedIndex.pinned`` does;
+        a write transaction of this thread reads it again: ``unpin``)."""
+        pin = self._pin.__dict__
+        if pin.get("on"):  # nested: the outer search stands
+            yield
+            return
+        pin["on"] = True
+        try:
+            yield
+        finally:
+            pin.clear()
+
+    def unpin(self) -> None:
+        """This thread writes: its search reads the seq again at its next lookup."""
+        self._pin.__dict__.pop("seq", None)
 
     def matrix(self, user_id: str) -> VectorMatrix:
         """The namespace's vectors, brought up to date with changes from any process."""
@@ -68,7 +96,7 @@ class SearchStructures:
         """Apply the rows changed since ``struct.seq``: tombstoned ids and rows whose ``column`` is
         NULL leave it, the others are (re)placed with their value."""
         seq = self.current_seq()
-        if struct.seq == seq:
+        if struct.seq == seq or (struct.seq > seq and "seq" in self._pin.__dict__):  # newer than the pin: as is
             return
         rows = self.db.execute(f"SELECT id, {column} FROM memories WHERE user_id = ? AND seq > ?",
                                (user_id, struct.seq)).fetchall()

@@ -47,6 +47,12 @@ def _read_only(path: Path) -> bool:
     return not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK))
 
 
+def _unpin(ix: "SqliteIndex") -> None:
+    search = getattr(ix, "_search", None)  # not yet while the index opens
+    if search is not None:
+        search.unpin()
+
+
 class _Tx:
     """BEGIN IMMEDIATE … COMMIT, re-entrant within one index object."""
 
@@ -60,6 +66,8 @@ class _Tx:
         ix._lock.acquire()
         depth = getattr(ix, "_tx_depth", 0)
         if depth == 0:
+            ix._writes = getattr(ix, "_writes", 0) + 1  # before anything is written: kept reads are stale
+            _unpin(ix)
             try:
                 ix._db.execute("BEGIN IMMEDIATE")
             except sqlite3.DatabaseError as exc:
@@ -75,6 +83,7 @@ class _Tx:
         ix._tx_depth -= 1
         try:
             if ix._tx_depth == 0:
+                _unpin(ix)  # the seq a search of this thread read inside the transaction: read again
                 if exc_type is None:
                     try:
                         ix._db.execute("COMMIT")

@@ -94,9 +94,10 @@ class UserSpace:
 
     def memory_files(self) -> list[str]:
         """Relative paths of all memory files that exist, MEMORY.md first."""
-        out = [rel for rel in (FILE_MEMORY, FILE_LEARNINGS) if (self.dir / rel).exists()]
+        base = os.fspath(self.dir)  # plain strings: every search checks these (engine/store.py, sync)
+        out = [rel for rel in (FILE_MEMORY, FILE_LEARNINGS) if os.path.exists(os.path.join(base, rel))]
         mem = self.dir / "memory"
-        if mem.is_dir():
+        if os.path.isdir(os.path.join(base, "memory")):
             for p in sorted(mem.glob("[0-9]" * 6 + "/" + "[0-9]" * 8 + ".md")):
                 out.append(p.relative_to(self.dir).as_posix())
         return out
