@@ -43,6 +43,13 @@ def _recall(order: list[str], sources: dict[str, tuple[str, ...]], gold: tuple[s
     return len(set(gold) & found) / len(gold)
 
 
+def _bucket(rank: int | None, k: int) -> str:
+    """Where a missed memory ended: just below the cut (k+1 … 2k), further (… 4k), or lower / not returned."""
+    if rank is None or rank > 4 * k:
+        return f"below {4 * k} or not returned"
+    return f"{k + 1}-{2 * k}" if rank <= 2 * k else f"{2 * k + 1}-{4 * k}"
+
+
 def _median(ranks: list[int]) -> float | None:
     return float(statistics.median(ranks)) if ranks else None
 
@@ -81,6 +88,9 @@ def diagnose(mem: Memory, probes: list[Probe], k: int) -> dict[str, Any]:
     return {
         "probes": len(probes), "gold": sum(len(p.gold) for p in probes), "recall": float(np.mean(real)),
         "missed": len(missed), "where": dict(Counter(m["where"] for m in missed)),
+        "final_rank_of_missed": dict(Counter(_bucket(m["final_rank"], k) for m in missed)),
+        "missed_in_a_sides_top_k": {side: sum(1 for m in missed if m[side] is not None and m[side] <= k)
+                                    for side in ("keyword_rank", "vector_rank")},
         "median_rank_of_missed": {side: _median([m[side] for m in missed if m[side] is not None])
                                   for side in ("keyword_rank", "vector_rank", "final_rank")},
         "fusion_alone_at_default_weight": float(mean[at]),
@@ -108,6 +118,8 @@ def main() -> None:
               f"{r['missed']} missed at k = {k}")
         for where, count in sorted(r["where"].items(), key=lambda x: -x[1]):
             print(f"  {where:>24}: {count}")
+        print("  final rank of a missed memory: " + ", ".join(f"{b} {n}" for b, n in sorted(r["final_rank_of_missed"].items())))
+        print("  missed although in a side's top k: " + ", ".join(f"{s} {n}" for s, n in r["missed_in_a_sides_top_k"].items()))
         print("  median rank of a missed memory: " + ", ".join(f"{s} {v}" for s, v in r["median_rank_of_missed"].items()))
         print(f"  weighted fusion alone: keyword only {r['keyword_alone']:.4f}, vector only {r['vector_alone']:.4f}, "
               f"default weight {r['fusion_alone_at_default_weight']:.4f}, best fixed weight "

@@ -12,6 +12,8 @@ from memfold.eval.locomo import run_locomo
 from memfold.eval.madial import run_madial
 from memfold.text.tokens import count_many
 
+from ..conftest import run_cli
+
 TURNS = [  # one turn per session, so no turn is indexed with a neighbour
     ("Avery", "I adopted a golden retriever puppy called Biscuit."),
     ("Blake", "My violin recital happens at the conservatory hall."),
@@ -112,3 +114,27 @@ def test_bad_input_is_named(tmp_path: Path, embedder) -> None:
     (lone / "dialogue_dev.jsonl").write_text("")
     with pytest.raises(InvalidInputError, match="no user-id"):
         run_madial(lone, embedder=embedder)
+
+
+def test_madial_per_question(tmp_path: Path, embedder) -> None:
+    """``--per-question``: each dialogue's gold ids and the ones missing at each k, through the function
+    and the CLI (JSON and table); the summary is unchanged by it."""
+    base = _madial(tmp_path)
+    report = run_madial(base / "en", (1, 3), embedder=embedder, infer=False, questions=True)
+    (row,) = report["per_question"]
+    assert row["id"] == "dialogue-0" and row["gold"] == ["2", "3"]
+    assert row["last_line"] == '<Bart>: "Can we get mango ice cream again?"'
+    assert len(row["missing"]["1"]) == 1 and row["missing"]["3"] == []  # one of two at k = 1, both by 3
+    assert row["recall"] == {"1": 0.5, "3": 1.0} == report["recall"]
+    assert "per_question" not in run_madial(base / "en", (1, 3), embedder=embedder, infer=False)
+    res = run_cli(tmp_path / "ws", "eval", "madial", str(base / "zh"), "--k", "1", "--json", "--no-extract",
+                  "--per-question")
+    assert res.returncode == 0, res.stderr
+    rows = {q["id"]: q for q in json.loads(res.stdout)["per_question"]}
+    assert rows["dialogue-0"]["gold"] == ["2"]  # 99 is no memory: left out, as in the summary
+    assert rows["dialogue-0"]["missing"] == rows["dialogue-1"]["missing"] == {"1": []}
+    res = run_cli(tmp_path / "ws2", "eval", "madial", str(base / "en"), "--k", "1", "--no-extract", "--per-question",
+                  env={"COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    assert "missed at k = 1 (memfold): 1 of 1 dialogues" in res.stdout
+    assert f"dialogue-0: {row['missing']['1'][0]} of 2 gold memories missing (R@1 0.50)" in res.stdout

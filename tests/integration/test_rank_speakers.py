@@ -83,3 +83,39 @@ def test_an_extracted_memory_carries_its_turns_speaker(tmp_path: Path, embedder)
     assert off[0] == ("Jordan", "D1:0")  # without the bonus the extract that holds the name wins
     on = _extract_ranking(tmp_path / "on", embedder, score_bonus_speaker=0.5, query_speaker_mask=0.0)
     assert on[0] == ("Morgan", "D1:1")  # the named speaker's own extract is lifted above it
+
+
+# the same conversation in Chinese: names are not set off by spaces
+TURNS_ZH = [("小红", "小明！小明，见到你真好，小明。"),
+            ("小明", "下班后我会去湖边画水彩画放松。"),
+            ("小红", "我星期天修好了花园的篱笆。"),
+            ("小明", "今天早上火车又晚点了。")]
+
+
+def _ranking_zh(root: Path, embedder, query: str, turns: list[tuple[str, str]], **policy) -> list[str]:
+    with Memory(root=root, embedder=embedder, policy={**VECTOR_ONLY, **policy}) as m:
+        for i, (who, text) in enumerate(turns):
+            m.add([{"role": "user", "name": who, "content": text, "turn_id": f"D1:{i}"}], "c", infer=False)
+        return [h.record.source_ids[0] for h in m.search(query, "c", limit=4, record_access=False)]
+
+
+def test_a_name_in_chinese_text_is_masked(tmp_path: Path, embedder) -> None:
+    latin = [(w if w != "小红" else "Jordan", t.replace("小明", "Morgan")) for w, t in TURNS_ZH]
+    latin = [("Morgan" if w == "小明" else w, t) for w, t in latin]
+    for n, (turns, query) in enumerate(((TURNS_ZH, "小明平时怎么放松？"), (latin, "Morgan平时怎么放松？"))):
+        off = _ranking_zh(tmp_path / f"off{n}", embedder, query, turns, query_speaker_mask=0.0)
+        on = _ranking_zh(tmp_path / f"on{n}", embedder, query, turns, query_speaker_mask=1.0)
+        assert off[-1] != "D1:0" and on[-1] == "D1:0"  # masked: the greeting that only says the name falls last
+        assert on[0] == "D1:1" and sorted(on) == sorted(off)
+
+
+def test_names_in_cjk_text() -> None:
+    assert masked_query("Melanie喜欢做什么？Melanie的狗呢", ["Melanie"]) == "TA喜欢做什么？TA的狗呢"
+    assert masked_query("小明喜欢做什么？小明的狗呢", ["小明"]) == "TA喜欢做什么？TA的狗呢"
+    assert masked_query("Where is Bob? 他说Bob去了北京", ["Bob"]) == "Where is they? 他说TA去了北京"
+    assert masked_query("Bobby和Bob_2", ["Bob"]) == "Bobby和Bob_2"  # a Latin word still ends at Latin letters
+    # 大为's bigram holds 为, a function character left out of a query's terms: found as written
+    q = "大为喜欢什么？"
+    assert named_speakers([_rec("大为"), _rec("小明")], set(terms(q, query=True)), q) == ["大为"]
+    assert named_speakers([_rec("小明")], set(terms("小红呢", query=True)), "小红呢") == []
+    assert may_name_someone("小明去哪了？")  # no capitals in CJK script: always looked for

@@ -71,19 +71,29 @@ def render_eval(report: dict[str, Any], console: Console) -> None:
         for cat, r in cats.items():
             c.add_row(f"{cat} {names.get(cat, '')}".strip(), str(r["n_questions"]), *(f"{r['recall'][k]:.3f}" for k in ks))
         console.print(c)
+    if "per_question" in report:  # MADial's --per-question: the dialogues with gold missing at the largest k
+        k = ks[-1]
+        missed = [q for q in report["per_question"] if q["missing"][k]]
+        console.print(f"missed at k = {k} (memfold): {len(missed)} of {len(report['per_question'])} dialogues")
+        for q in missed:
+            console.print(f"  {q['id']}: {', '.join(q['missing'][k])} of {len(q['gold'])} gold memories missing "
+                          f"(R@{k} {q['recall'][k]:.2f}); last line {q['last_line']}", highlight=False, markup=False)
 
 
 def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool,
-         no_extract: bool, vector_cache: Optional[Path] = None) -> None:
+         no_extract: bool, vector_cache: Optional[Path] = None, questions: bool = False) -> None:
     from ..eval.harness import DEFAULT_KS, parse_ks
     from ..eval.locomo import run_locomo
     from ..eval.madial import MADIAL_KS, run_madial
 
-    run = run_locomo if kind == "locomo" else run_madial
     ks: tuple[int, ...] = parse_ks(k) if k else (DEFAULT_KS if kind == "locomo" else MADIAL_KS)
     with BarProgress(err) as bar:
-        report = run(path, ks, baselines=baselines, root=root, infer=not no_extract, progress=bar,
-                     vector_cache=vector_cache)
+        if kind == "locomo":
+            report = run_locomo(path, ks, baselines=baselines, root=root, infer=not no_extract, progress=bar,
+                                vector_cache=vector_cache)
+        else:
+            report = run_madial(path, ks, baselines=baselines, root=root, infer=not no_extract, progress=bar,
+                                vector_cache=vector_cache, questions=questions)
     if as_json:
         print_json(report)
     else:
@@ -143,9 +153,14 @@ def eval_madial(ctx: typer.Context,
                 as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
                 no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP),
-                vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP)) -> None:
+                vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP),
+                questions: bool = typer.Option(False, "--per-question",
+                                               help="Also each dialogue's outcome: with --json a per_question "
+                                                    "list (id, last line, gold memory ids, recall and the ids "
+                                                    "missing at each k); in the table, the dialogues with gold "
+                                                    "missing at the largest k.")) -> None:
     """MADial-Bench memory recall: each user's memories are the corpus, the dialogue so far is the query."""
-    _run(runtime(ctx).root, "madial", path, k, as_json, baselines, no_extract, vector_cache)
+    _run(runtime(ctx).root, "madial", path, k, as_json, baselines, no_extract, vector_cache, questions)
 
 
 @eval_app.command("longmemeval")

@@ -119,10 +119,28 @@ def ingest_madial(mem: Memory, lang_dir: str | Path, *, infer: bool = True,
     return probes, sum(mem.index.count(namespace_for(u, "madial")) for u in users)
 
 
+def last_line(query: str) -> str:
+    """The last line of a dialogue excerpt that holds anything (the message the memories answer)."""
+    lines = [ln.strip() for ln in query.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def per_dialogue(probes: Sequence[Probe], results: Sequence[QuestionResult], ks: Sequence[int]) -> list[dict[str, Any]]:
+    """Each dialogue's outcome (for finding where recall is lost): its id (``dialogue-<line>``), user
+    namespace, last line and gold memory ids, and per k its recall and the gold ids not returned."""
+    return [{"id": p.group, "namespace": p.namespace, "last_line": last_line(p.query), "gold": list(p.gold),
+             "recall": {str(k): round(r.recall(k), 4) for k in ks},
+             "missing": {str(k): [g for g in p.gold if g not in r.found[k]] for k in ks}}
+            for p, r in zip(probes, results, strict=True)]
+
+
 def run_madial(lang_dir: str | Path, ks: Sequence[int] = MADIAL_KS, *, baselines: bool = False,
                root: str | Path | None = None, embedder: Embedder | None = None,
                policy: dict[str, Any] | None = None, infer: bool = True,
-               progress: Progress | None = None, vector_cache: str | Path | None = None) -> dict[str, Any]:
+               progress: Progress | None = None, vector_cache: str | Path | None = None,
+               questions: bool = False) -> dict[str, Any]:
+    """Run the protocol; with ``questions``, each dialogue's outcome under memfold's ranking too
+    (``per_question``: the gold ids missing at each k)."""
     progress = progress or NoProgress()
     memories, _ = load_madial(lang_dir)  # a bad folder fails before a workspace is made
     clock = Clock()
@@ -138,5 +156,7 @@ def run_madial(lang_dir: str | Path, ks: Sequence[int] = MADIAL_KS, *, baselines
                   fusion_keyword_weight=fusion, infer=infer)
     if baselines:
         report["baselines"] = {m: summarise(r, ks) for m, r in results.items() if m != "memfold"}
+    if questions:
+        report["per_question"] = per_dialogue(probes, results["memfold"], ks)
     report["seconds"] = clock.seconds()
     return report

@@ -7,11 +7,12 @@ import re
 import unicodedata
 from functools import lru_cache
 
-_CJK = (
+CJK_RANGES = (
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
     "\u3040-\u30ff"  # kana
     "\uac00-\ud7af"  # hangul
-)
+)  # written without spaces between words: a word boundary cannot be seen in them
+_CJK = CJK_RANGES
 # a word is a run of letters/digits that are not CJK: "用Python写代码" is 用, python, 写代码
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
