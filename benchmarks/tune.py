@@ -43,7 +43,6 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "keyword_feedback_weight": (0.0, [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]),
     "score_weight_time": (0.2, [0.2, 0.0, 0.1, 0.3]),  # the default first: only LongMemEval has real dates
     "score_bonus_time": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
-    "score_bonus_mood": (0.0, [0.0, 0.05, 0.1, 0.2]),
     "session_key_weight": (0.0, [0.0, 0.025, 0.05, 0.075, 0.1, 0.2]),
     "query_speaker_mask": (0.0, [0.0, 1.0]),
 }

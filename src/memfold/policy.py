@@ -35,7 +35,6 @@ class Policy:
     candidate_pool_min: int = 20
     score_bonus_speaker: float = 0.3
     score_penalty_question: float = 0.1
-    score_bonus_mood: float = 0.0  # a memory naming the mood of the query's latest line (rank_cues.py); measured, off
     score_bonus_time: float = 0.1  # a memory dated in a range the query names ("last May", "上个月"); cross-validated
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_feedback_weight: float = 0.3  # feedback for questions, cross-validated (docs/benchmarks.md; was 0.2); 0 = off
@@ -90,7 +89,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_bonus_speaker": (0.0, 1.0),
     "score_penalty_question": (0.0, 1.0),
     "score_bonus_time": (0.0, 1.0),
-    "score_bonus_mood": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
     "keyword_feedback_weight": (0.0, 2.0),

@@ -38,7 +38,6 @@ TESTED_ELSEWHERE = {
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
     "session_key_weight": ("test_session_keys", "test_key_session_key_weight"),
     "score_bonus_time": ("test_rank_cues", "test_key_score_bonus_time_in_chinese"),
-    "score_bonus_mood": ("test_rank_cues", "test_a_mood_in_the_latest_line_favours_memories_naming_it"),
     "query_speaker_mask": ("test_rank_speakers", "test_mask_moves_the_speakers_own_turn_up"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }

@@ -60,35 +60,3 @@ def test_key_score_bonus_time_in_chinese(tmp_path: Path) -> None:
             top = m.search("上个月去哪里玩了", "u", record_access=False, now=NOW)[0].record.source_ids
             assert top == (("new",) if bonus == 0.8 else ("old",))
 
-
-
-def _moods(root: Path, query: str, **policy) -> dict[str, object]:
-    with _memory(root, **policy) as m:
-        if not m.get_all("u"):
-            _turn(m, "The exam results came back and I was nervous about them", "anxious", "2023-05-20T10:00:00+00:00")
-            _turn(m, "The exam results came back on Monday", "plain", "2023-05-20T10:00:00+00:00")
-            _turn(m, "考试前我很焦虑", "zh-anxious", "2023-05-20T10:00:00+00:00")
-            _turn(m, "考试前我去了图书馆", "zh-plain", "2023-05-20T10:00:00+00:00")
-        return {h.record.source_ids[0]: h for h in m.search(query, "u", limit=10, record_access=False, now=NOW)}
-
-
-def test_a_mood_in_the_latest_line_favours_memories_naming_it(tmp_path: Path) -> None:
-    """``score_bonus_mood``: a memory naming the mood of the query's latest line (worried ~ nervous,
-    紧张 ~ 焦虑: both anxious, in either language) gains the bonus; a mood only in an earlier line, or
-    the key at 0, adds nothing."""
-    def fused(h) -> float:
-        return 0.5 * h.keyword_score + 0.5 * h.vector_score - (0.1 if h.record.content.endswith("?") else 0.0)
-
-    for bonus in (0.0, 0.3):
-        for query, favoured in (("We talked about school.\nThe exam results came back and I am worried", 1),
-                                ("I am worried.\nWhen did the exam results come back?", 0),
-                                ("考试前我有点紧张", 1)):
-            got = _moods(tmp_path / f"{bonus}", query, score_bonus_mood=bonus, min_score=0.0)
-            assert len(got) == 4
-            for mid, h in got.items():  # the mood is the same in either language
-                gain = bonus if favoured and mid in ("anxious", "zh-anxious") else 0.0
-                assert h.similarity == pytest.approx(fused(h) + gain, abs=1e-6), (query, mid)
-    q = "The exam results came back on Monday and I am worried"
-    on = _moods(tmp_path / "0.3", q, score_bonus_mood=0.3, min_score=0.0)
-    off = _moods(tmp_path / "0.0", q, score_bonus_mood=0.0, min_score=0.0)
-    assert next(iter(on)) == "anxious" and next(iter(off)) == "plain"  # the bonus reorders the top

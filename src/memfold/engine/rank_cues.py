@@ -6,10 +6,6 @@ A policy key, 0 = off:
   query's time expressions name ("last May", "two weeks ago", "上个月", resolved against the
   search's ``now`` by ``text/timeexpr.py``) gains this much similarity.
 
-- ``score_bonus_mood``: a memory naming a mood (happy, anxious, sad, angry: ``text/moods.py``) that
-  the query's latest line names gains this much similarity (session 7; measured, see
-  docs/benchmarks.md).
-
 An entity bonus (the query's names and numbers held word for word) and MMR diversity of the top
 hits were measured and removed: they did not survive cross-validation together with the other
 kept changes (docs/benchmarks.md, "Issue 16, query cues" and "all kept changes together")."""
@@ -21,32 +17,26 @@ from datetime import datetime
 
 from ..models import MemoryRecord
 from ..policy import Policy
-from ..text.moods import last_line, moods
 from ..text.timeexpr import DateRange, time_ranges
 
 
 @dataclass(frozen=True)
 class QueryCues:
     ranges: tuple[DateRange, ...] = ()
-    moods: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
-        return not self.ranges and not self.moods
+        return not self.ranges
 
 
 def query_cues(query: str, now: datetime, pol: Policy) -> QueryCues:
     """What the query names, found only for the adjustments switched on."""
-    return QueryCues(tuple(time_ranges(query, now.date())) if pol.score_bonus_time else (),
-                     moods(last_line(query)) if pol.score_bonus_mood else frozenset())
+    return QueryCues(tuple(time_ranges(query, now.date())) if pol.score_bonus_time else ())
 
 
 def cue_bonus(r: MemoryRecord, cues: QueryCues, pol: Policy) -> float:
-    """The similarity a candidate gains from the query's dates and mood."""
-    bonus = 0.0
+    """The similarity a candidate gains from the query's dates."""
     if cues.ranges and any(r.created_at.date() in rg for rg in cues.ranges):
-        bonus += pol.score_bonus_time
-    if cues.moods and not cues.moods.isdisjoint(moods(r.content)):
-        bonus += pol.score_bonus_mood
-    return bonus
+        return pol.score_bonus_time
+    return 0.0
 
