@@ -5,6 +5,7 @@ earlier JSON form is still read, anything else is a miss."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 from memfold import Memory
@@ -16,6 +17,8 @@ from ..support.hash_embedder import HashEmbedder
 FACTS = ["I like green tea in the morning", "My dog is called Rex", "I live in Oslo", "Rex likes tea too",
          "Coffee is what I drink at breakfast", "Tea with milk makes me sleepy", "Oslo winters are dark"]
 QUERIES = ["green tea", "dog Rex", "Oslo", "breakfast coffee", "what does Rex drink?"]
+# one time for every search: the recency term (whole seconds) moved scores when two searches straddled a second
+AT = datetime(2026, 11, 27, 12, 0, 0, tzinfo=timezone.utc)
 
 
 def _open(root: Path, backend: str) -> Memory:
@@ -24,7 +27,7 @@ def _open(root: Path, backend: str) -> Memory:
 
 def _answer(mem: Memory, q: str) -> list[tuple]:
     return [(h.record.id, h.score, h.similarity, h.keyword_score, h.vector_score, h.relevance)
-            for h in mem.search(q, "u", record_access=False)]
+            for h in mem.search(q, "u", record_access=False, now=AT)]
 
 
 def _scored_entries(mem: Memory) -> dict[str, bytes]:
