@@ -4,6 +4,7 @@ Heavy imports happen inside the commands so that ``memfold --help`` stays fast."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -72,12 +73,18 @@ def render_eval(report: dict[str, Any], console: Console) -> None:
             c.add_row(f"{cat} {names.get(cat, '')}".strip(), str(r["n_questions"]), *(f"{r['recall'][k]:.3f}" for k in ks))
         console.print(c)
     if "per_question" in report:  # MADial's --per-question: the dialogues with gold missing at the largest k
-        k = ks[-1]
-        missed = [q for q in report["per_question"] if q["missing"][k]]
-        console.print(f"missed at k = {k} (memfold): {len(missed)} of {len(report['per_question'])} dialogues")
-        for q in missed:
-            console.print(f"  {q['id']}: {', '.join(q['missing'][k])} of {len(q['gold'])} gold memories missing "
-                          f"(R@{k} {q['recall'][k]:.2f}); last line {q['last_line']}", highlight=False, markup=False)
+        _print_missed(report, ks[-1], console, "dialogues", lambda q, k: (
+            f"{q['id']}: {', '.join(q['missing'][k])} of {len(q['gold'])} gold memories missing "
+            f"(R@{k} {q['recall'][k]:.2f}); last line {q['last_line']}"))
+
+
+def _print_missed(report: dict[str, Any], k: Any, console: Console, noun: str,
+                  line: Callable[[dict[str, Any], Any], str]) -> None:
+    """``--per-question``: the entries of ``report["per_question"]`` with gold missing at ``k``, one line each."""
+    missed = [q for q in report["per_question"] if q["missing"][k]]
+    console.print(f"missed at k = {k} (memfold): {len(missed)} of {len(report['per_question'])} {noun}")
+    for q in missed:
+        console.print("  " + line(q, k), highlight=False, markup=False)
 
 
 def _run(root: Optional[str], kind: str, path: Path, k: Optional[str], as_json: bool, baselines: bool,
@@ -120,12 +127,9 @@ def render_longmemeval(report: dict[str, Any], console: Console) -> None:
                       *(f"{b['recall_any'][k]:.3f}" for k in ks))
     console.print(t)
     if "per_question" in report:
-        k = ks[-1]
-        missed = [q for q in report["per_question"] if q["missing"][k]]
-        console.print(f"missed at k = {k} (memfold): {len(missed)} of {len(report['per_question'])} questions")
-        for q in missed:
-            console.print(f"  {q['id']} ({q['type']}): {', '.join(q['missing'][k])} of {len(q['gold'])} gold "
-                          f"turns missing; {q['question']}", highlight=False, markup=False)
+        _print_missed(report, ks[-1], console, "questions", lambda q, k: (
+            f"{q['id']} ({q['type']}): {', '.join(q['missing'][k])} of {len(q['gold'])} gold turns missing; "
+            f"{q['question']}"))
 
 
 _K_HELP = "Comma-separated cut-offs"

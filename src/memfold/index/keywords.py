@@ -14,10 +14,11 @@ removed row leaves its slot dead (masked at scoring) and dead slots are compacte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, islice
+from itertools import chain
 
 import numpy as np
 
+from .keyword_docs import KeywordDocs
 from .topk import best_positive
 
 K1, B = 1.2, 0.75
@@ -42,7 +43,7 @@ def idf_of(n: int, df: int) -> float:
     return float(np.log1p((n - df + 0.5) / (df + 0.5)))
 
 
-class KeywordIndex:
+class KeywordIndex(KeywordDocs):
     # the delta is folded into the base past this many postings (or a quarter of the base), and dead
     # slots are compacted away past this many (and half the slots): sizes stay proportional to the data
     FOLD_MIN_POSTINGS = 20_000
@@ -53,9 +54,6 @@ class KeywordIndex:
     # are a view of ``t_slot``), one with delta postings its slots too (16)
     MEMO_SHARE = 0.25
     POSTING_BYTES = 16  # t_slot, t_tf, s_tid, s_tf: 4 bytes each
-    # the terms of the rows the read path asked about (``doc_terms``, ``terms_held``) are kept until the
-    # next change, at most this many rows (the first kept leave first): searches ask for the same rows
-    DOCS_KEPT = 4096
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
@@ -280,55 +278,6 @@ class KeywordIndex:
                                                      self.t_tf, self.s_ptr, self.s_tid, self.s_tf)))}
 
     # ---- search --------------------------------------------------------------------
-    def terms_held(self, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:
-        """For each of ``ids`` in the index, how many of the distinct ``terms`` its document holds
-        (the relevance floor's keyword coverage, without tokenising the row's text again)."""
-        wanted = set(terms)
-        out: dict[str, int] = {}
-        for mid in ids:
-            doc = self._doc(mid)
-            if doc is not None:
-                out[mid] = len(wanted.intersection(doc)) if wanted else 0
-        return out
-
-    def doc_terms(self, ids: Sequence[str]) -> dict[str, dict[str, int]]:
-        """For each of ``ids`` in the index, its document's terms with their counts (in term-id order,
-        not the text's): what tokenising the row's indexed text gives, without tokenising it."""
-        out: dict[str, dict[str, int]] = {}
-        for mid in ids:
-            doc = self._doc(mid)
-            if doc is not None:
-                out[mid] = dict(doc)  # the caller's own
-        return out
-
-    def _doc(self, mid: str) -> dict[str, int] | None:
-        """The terms (with counts) of the live row ``mid``, kept until the next change (``DOCS_KEPT``
-        rows at most); None when the index does not hold it."""
-        doc = self._docs.get(mid)
-        if doc is not None:
-            return doc
-        s = self.pos.get(mid)
-        if s is None or not self.alive[s]:
-            return None
-        words = self._words
-        if words is None or len(words) != len(self.vocab):
-            if words is None or len(words) > len(self.vocab):
-                words = list(self.vocab)
-            else:  # new terms only: ids are handed out in order
-                words.extend(islice(self.vocab, len(words), None))
-            self._words = words
-        if s < self.base_n:
-            a, b = int(self.s_ptr[s]), int(self.s_ptr[s + 1])
-            tids, tfs = self.s_tid[a:b], self.s_tf[a:b]
-        else:
-            tids, tfs = self.d_terms[s]
-        doc = dict(zip(map(words.__getitem__, tids.tolist()), tfs.astype(np.int64).tolist()))
-        kept = self._docs
-        if len(kept) >= self.DOCS_KEPT:
-            del kept[next(iter(kept))]
-        kept[mid] = doc
-        return doc
-
     def _delta_postings(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The delta's postings of a term as (slots, tfs) arrays, converted once per change of its list
         (a term's list only grows until the delta is folded: its length tells whether it changed)."""
