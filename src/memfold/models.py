@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -35,6 +36,15 @@ class MemoryType(str, enum.Enum):
 FILE_MEMORY = "MEMORY.md"
 FILE_LEARNINGS = "learnings.md"
 EPISODIC = ""  # file value of an episodic turn
+
+
+def fillable(cls: type, names: Iterable[str]) -> bool:
+    """Whether instances of the frozen dataclass ``cls`` may be made by filling a bare instance's
+    ``__dict__`` with ``names``' values (hot paths: its ``__init__`` sets each field through
+    ``object.__setattr__``): its fields are exactly ``names``, and it has no ``__post_init__`` and no
+    ``__slots__``. When not, callers take the constructor."""
+    return ({f.name for f in fields(cls)} == set(names) and not hasattr(cls, "__post_init__")
+            and not hasattr(cls, "__slots__"))
 
 
 def utcnow() -> datetime:

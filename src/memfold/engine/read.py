@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from contextlib import nullcontext
-from dataclasses import fields, replace
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, cast
@@ -21,7 +21,7 @@ import numpy as np
 from ..cache.answers import Prepared
 from ..index.rows import with_access
 from ..limits import query_tail
-from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, SearchHit, utcnow
+from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, SearchHit, fillable, utcnow
 from ..policy import Policy
 from ..providers.embedder import Embedder, embed_query
 from ..text.terms import terms
@@ -37,11 +37,8 @@ from .search_scope import scoped
 from .store import UserStore
 
 _HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance")
-# SearchHit's fields are these and it has no __post_init__: a hit is made by filling a bare instance's
-# __dict__ (a frozen dataclass's __init__ sets each field through object.__setattr__; a search makes
-# ~30 hits); anything else takes the constructor
-_FILL_HIT = ({f.name for f in fields(SearchHit)} == set(_HIT_FIELDS)
-             and not hasattr(SearchHit, "__post_init__") and not hasattr(SearchHit, "__slots__"))
+# a search makes ~30 hits: each by filling a bare instance's __dict__ when ``fillable`` allows it
+_FILL_HIT = fillable(SearchHit, _HIT_FIELDS)
 
 
 def _hit(record: MemoryRecord, score: float, similarity: float, keyword_score: float, vector_score: float,

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from ..models import MemoryRecord
-from .rows import timestamp, with_access
+from .rows import FILL_RECORD, timestamp, with_access
 
 DEFAULT_SIZE = 4096
 
 
 def _copy(r: MemoryRecord) -> MemoryRecord:
+    if not FILL_RECORD:
+        return replace(r, structured_data=dict(r.structured_data))
     rec = object.__new__(MemoryRecord)
     rec.__dict__.update(r.__dict__)
     rec.__dict__["structured_data"] = dict(r.structured_data)

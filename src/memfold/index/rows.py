@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from ..models import HistoryEntry, MemoryRecord, MemoryType
+from ..models import HistoryEntry, MemoryRecord, MemoryType, fillable
 
 # the columns of a memories row, in the order both backends select them (PostgreSQL names the
 # importance column ``importance_score``); the names are MemoryRecord's fields
@@ -101,15 +101,14 @@ _TYPES = {t.value: t for t in MemoryType}
 # every field of MemoryRecord comes from the row and it has no __post_init__: a record is made by
 # filling a bare instance's __dict__ (a frozen dataclass's __init__ sets each field through
 # object.__setattr__, a third of the time of reading a row); anything else takes the constructor
-_FILL = ({f.name for f in fields(MemoryRecord)} == set(RECORD_FIELDS)
-         and not hasattr(MemoryRecord, "__post_init__") and not hasattr(MemoryRecord, "__slots__"))
+FILL_RECORD = fillable(MemoryRecord, RECORD_FIELDS)
 
 
 def with_access(r: MemoryRecord, count: int, at: datetime | None) -> MemoryRecord:
     """``r`` with the access statistics ``count`` and ``at`` (itself when they are its own)."""
     if r.access_count == count and r.last_accessed_at == at:
         return r
-    if not _FILL:
+    if not FILL_RECORD:
         return replace(r, access_count=count, last_accessed_at=at)
     rec = object.__new__(MemoryRecord)
     rec.__dict__.update(r.__dict__, access_count=count, last_accessed_at=at)
@@ -127,7 +126,7 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
     f.update(memory_type=_TYPES.get(mtype) or MemoryType(mtype), structured_data=_stored_dict(f["structured_data"]),
              source_ids=_stored_tuple(f["source_ids"]), created_at=created, updated_at=updated,
              last_accessed_at=timestamp(f["last_accessed_at"]), is_active=bool(f["is_active"]))
-    if not _FILL:
+    if not FILL_RECORD:
         return MemoryRecord(**f)
     rec = object.__new__(MemoryRecord)
     rec.__dict__.update(f)
