@@ -58,3 +58,29 @@ def test_add_list_stats_search_import_read_like_a_cli(root: Path, tmp_path: Path
     bad.write_text('[["a", "b"]]\n')
     r = run_cli(root, "import", str(bad))
     assert r.returncode == 1 and "written by 'memfold export'" in r.stderr and "list indices" not in r.stderr
+
+
+def _commands(group, path=()):  # noqa: ANN001 - click's Group
+    import click
+    for name, cmd in getattr(group, "commands", {}).items():
+        yield path + (name,), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, path + (name,))
+
+
+def test_no_help_text_is_eaten_as_markup(root: Path):
+    """The help pages are rendered with rich: a "[server]" in a help text is taken for a markup tag and
+    vanishes ("default  host"). Every command's and option's help must survive rendering."""
+    import re
+
+    import typer
+
+    from memfold.cli.main import app
+    tag = re.compile(r"(?<!\\)\[[a-z][a-z_ ]*\]")
+    eaten = []
+    for path, cmd in _commands(typer.main.get_command(app)):
+        texts = [cmd.help or ""] + [getattr(p, "help", None) or "" for p in cmd.params]
+        eaten += [(" ".join(path), t) for t in texts if tag.search(t)]
+    assert not eaten, eaten
+    page = _ok(root, "serve", "--help")
+    assert "server.host in" in " ".join(page.split()), page

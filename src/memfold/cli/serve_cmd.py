@@ -25,11 +25,11 @@ keys_app = typer.Typer(no_args_is_help=True, help="API keys of the HTTP server: 
 
 
 def serve(ctx: typer.Context,
-          host: Optional[str] = typer.Option(None, "--host", help="Address to listen on (default [server] host, "
-                                             "127.0.0.1)."),
-          port: Optional[int] = typer.Option(None, "--port", help="Port (default [server] port, 8765)."),
-          workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes (default [server] "
-                                                "workers, 1)."),
+          host: Optional[str] = typer.Option(None, "--host", help="Address to listen on (default: server.host in "
+                                             "config.toml, 127.0.0.1)."),
+          port: Optional[int] = typer.Option(None, "--port", help="Port (default: server.port in config.toml, 8765)."),
+          workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes (default: "
+                                                "server.workers in config.toml, 1)."),
           no_auth: bool = typer.Option(False, "--no-auth", help="Check no API key (only on 127.0.0.1 / ::1).")) -> None:
     """Run the HTTP API (OpenAPI at /docs) and the web page at / with uvicorn."""
     settings = runtime(ctx).settings()

@@ -39,8 +39,8 @@ def chat(ctx: typer.Context,
          agent: Optional[str] = typer.Option(None, "--agent", help="Agent id of a new session (owns the pin "
                                              "list; default 'default')."),
          base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. "
-                                                "http://localhost:11434/v1 (default [llm] base_url)."),
-         model: Optional[str] = typer.Option(None, "--model", help="Model name (default [llm] model)."),
+                                                "http://localhost:11434/v1 (default: llm.base_url in config.toml)."),
+         model: Optional[str] = typer.Option(None, "--model", help="Model name (default: llm.model in config.toml)."),
          api_key_env: Optional[str] = typer.Option(None, "--api-key-env",
                                                    help="Environment variable holding the API key."),
          preset: Optional[str] = typer.Option(None, "--preset", help="Session preset: default or chatagent."),
