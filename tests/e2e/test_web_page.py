@@ -185,3 +185,35 @@ def test_sign_in_search_edit_delete_in_a_browser(mem: Memory, root: Path, browse
         assert "memfold" in browser.find_element(By.CSS_SELECTOR, ".swagger-ui .info .title").text
         assert "/v1/memories/search" in browser.find_element(By.CSS_SELECTOR, ".swagger-ui").text
         shots(browser, "api-docs")
+
+
+def test_a_server_without_keys_says_so_and_keeps_the_page_on_reload(mem: Memory, root: Path, browser, shots):
+    """`memfold serve --no-auth`: the sign-in card says no key is needed, an empty key signs in, a reload
+    keeps the page, and the language switch relabels who is signed in. A server with keys shows no hint."""
+    from selenium.webdriver.common.by import By
+
+    mem.init("alice", "en")
+    mem.add("My sister Lena lives in Porto", "alice")
+    by_id = lambda i: browser.find_element(By.ID, i)  # noqa: E731
+
+    with LiveServer(create_app(mem, no_auth=True)) as srv:
+        browser.get(srv.url + "/")
+        wait(browser, lambda d: by_id("noauth-hint").is_displayed())
+        assert "--no-auth" in by_id("noauth-hint").text
+        shots(browser, "no-auth-sign-in")
+        by_id("ns").send_keys("alice")
+        by_id("signin-button").click()
+        wait(browser, lambda d: "Lena" in by_id("memories").text)
+        browser.refresh()
+        wait(browser, lambda d: by_id("app").is_displayed() and "Lena" in by_id("memories").text)
+        assert not by_id("signin").is_displayed() and "alice" in by_id("who").text
+        by_id("lang").click()
+        wait(browser, lambda d: "已登录" in by_id("who").text)
+        shots(browser, "no-auth-reloaded")
+
+    with LiveServer(create_app(mem)) as srv:  # keys checked: no hint, and no key signs nobody in
+        browser.get(srv.url + "/")
+        browser.execute_script("sessionStorage.clear()")
+        browser.refresh()
+        wait(browser, lambda d: by_id("signin-form").is_displayed())
+        assert not by_id("noauth-hint").is_displayed() and not by_id("app").is_displayed()

@@ -18,6 +18,7 @@ const T = {
     no_sessions: "No sessions yet.", summary: "Summary", recent: "Recent messages", no_summary: "No summary yet.",
     no_pins: "No agent has pinned memories yet.", signed_in_as: "signed in", loading: "Loading…",
     bad_key: "This key was refused: ",
+    no_auth_hint: "This server checks no key (<code>--no-auth</code>): leave the key empty, name a namespace and sign in.",
     types: {},
   },
   zh: {
@@ -36,6 +37,7 @@ const T = {
     no_sessions: "还没有会话。", summary: "摘要", recent: "最近的消息", no_summary: "还没有摘要。",
     no_pins: "还没有代理置顶的记忆。", signed_in_as: "已登录", loading: "加载中…",
     bad_key: "密钥被拒绝：",
+    no_auth_hint: "此服务器不检查密钥（<code>--no-auth</code>）：密钥留空，填写命名空间后登录。",
     types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记" },
   },
 };
@@ -63,7 +65,7 @@ function applyLang() {
   document.querySelectorAll("[data-i18n]").forEach((n) => { n.innerHTML = t(n.dataset.i18n); });
   document.querySelectorAll("[data-i18n-placeholder]").forEach((n) => { n.placeholder = t(n.dataset.i18nPlaceholder); });
   $("#lang").textContent = S.lang === "zh" ? "English" : "中文";
-  if (S.scope && S.key) $("#who").textContent = `${t("signed_in_as")}: ${S.ns} · ${S.scope}`;
+  if (S.scope && S.ns) $("#who").textContent = `${t("signed_in_as")}: ${S.ns} · ${S.scope}`;
   document.querySelectorAll("#type-filter option[value]").forEach((o) => { if (o.value) o.textContent = typeName(o.value); });
 }
 
@@ -355,4 +357,10 @@ $("#forget-button").addEventListener("click", forgetByWords);
 applyLang();
 if (S.key) {
   api("GET", "/v1/whoami").then(showApp).catch(() => {});
+} else {  // a server started with --no-auth answers without a key: say so, and keep a signed-in page on reload
+  fetch(new URL("/v1/whoami", location.origin)).then((r) => (r.ok ? r.json() : null)).then((who) => {
+    if (!who || who.key_id !== "no-auth") return;
+    $("#noauth-hint").hidden = false;
+    if (S.ns) showApp(who);
+  }).catch(() => {});
 }
