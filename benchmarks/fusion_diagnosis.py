@@ -43,7 +43,7 @@ from tune import DATA, sets
 from memfold.engine.memory import Memory
 from memfold.engine.rank_speakers import may_name_someone, vector_side_query
 from memfold.engine.read import fuse, query_vector
-from memfold.eval.harness import Probe, eval_memory
+from memfold.eval.harness import Probe, eval_memory, use_policy
 from memfold.text.terms import terms
 
 DEPTH = 3000  # candidates asked per side: every memory of a MADial user, a LoCoMo conversation, a LongMemEval haystack
@@ -52,6 +52,7 @@ POOLS = (20, 50, 100, 200)  # each side's top N pooled for the oracle
 FINAL_POOLS = (20, 50)  # memfold's own final list cut at N (a search asked for FINAL_DEPTH)
 FINAL_DEPTH = 50
 UNREACHABLE = 200  # a gold ranked below this on both sides is out of any re-ranking's reach
+SWEEP = tuple(round(i / 10, 1) for i in range(11))  # fusion weights of --search-sweep
 
 
 def _rank(ids: list[str], sources: dict[str, tuple[str, ...]], gold: str) -> int | None:
@@ -196,12 +197,39 @@ def diagnose(mem: Memory, probes: list[Probe], k: int, metric: str = "recall", p
     }
 
 
+def search_sweep(mem: Memory, probes: list[Probe], k: int, metric: str = "recall",
+                 weights: tuple[float, ...] = SWEEP) -> dict[str, Any]:
+    """The real search (every adjustment after the fusion included) at each fusion keyword weight:
+    the best fixed weight, and the best weight per question after the fact (an oracle: the ceiling of
+    any per-query weighting of the two signals inside memfold's own ranking). The policy is restored."""
+    base = dict(mem._policy_args)
+    scores = np.zeros((len(probes), len(weights)))
+    try:
+        for j, w in enumerate(weights):
+            use_policy(mem, {**base, "fusion_keyword_weight": w})
+            for n, p in enumerate(probes):
+                hits = mem.search(p.query, p.namespace, limit=k, record_access=False, now=p.now)
+                scores[n, j] = _score({s for h in hits for s in h.record.source_ids}, p.gold, metric)
+    finally:
+        use_policy(mem, base)
+    mean = scores.mean(axis=0)
+    cats = sorted({p.category for p in probes}, key=lambda c: (len(c), c))
+    return {"by_weight": {str(w): float(m) for w, m in zip(weights, mean, strict=True)},
+            "best_fixed_weight": weights[int(mean.argmax())], "at_best_fixed_weight": float(mean.max()),
+            "oracle_weight_per_query": float(scores.max(axis=1).mean()),
+            "by_category": {c: {"at_best_fixed_weight": float(scores[m][:, int(mean.argmax())].mean()),
+                                "oracle_weight_per_query": float(scores[m].max(axis=1).mean())}
+                            for c in cats for m in [np.array([p.category == c for p in probes])]}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
     ap.add_argument("--vector-cache", default=None, help="folder of cached vectors (strongly advised)")
     ap.add_argument("--sets", default="madial-zh,madial-en", help="any of locomo, madial-zh, madial-en, longmemeval")
     ap.add_argument("--lme-limit", type=int, default=None, help="only the first N LongMemEval questions")
+    ap.add_argument("--search-sweep", action="store_true",
+                    help="also the real search at fusion weights 0, 0.1 … 1: best fixed and per-question best weight")
     ap.add_argument("--out", type=Path, default=None, help="write the JSON report (every missed memory) here")
     args = ap.parse_args()
     report: dict[str, Any] = {}
@@ -209,7 +237,10 @@ def main() -> None:
         if name not in args.sets.split(","):
             continue
         with eval_memory(None, vector_cache=args.vector_cache) as mem:
-            report[name] = r = diagnose(mem, ingest(mem), k, metric)
+            probes = ingest(mem)
+            report[name] = r = diagnose(mem, probes, k, metric)
+            if args.search_sweep:
+                r["search_sweep"] = search_sweep(mem, probes, k, metric)
         label = f"recall_all@{k}" if metric == "all" else f"R@{k}"
         print(f"\n{name}: {r['probes']} probes, {r['gold']} gold memories, {label} {r['recall']:.4f}, "
               f"{r['missed']} missed at k = {k}")
@@ -229,6 +260,15 @@ def main() -> None:
         print(f"  gold below rank {r['unreachable_rank']} on both sides (out of any re-ranking's reach): "
               f"{r['unreachable_gold']} of {r['gold']}; on one side: "
               + ", ".join(f"{s} {n}" for s, n in r["gold_beyond_rank"].items()))
+        if "search_sweep" in r:
+            sw = r["search_sweep"]
+            print(f"  the real search at fusion weights {', '.join(sw['by_weight'])}: "
+                  + ", ".join(f"{v:.4f}" for v in sw["by_weight"].values())
+                  + f"; best fixed {sw['best_fixed_weight']} {sw['at_best_fixed_weight']:.4f}, "
+                  f"best weight per query (oracle) {sw['oracle_weight_per_query']:.4f}")
+            for c, b in sw["by_category"].items() if len(sw["by_category"]) > 1 else ():
+                print(f"    {c:>26}: real search, best fixed weight {b['at_best_fixed_weight']:.4f}, "
+                      f"per query {b['oracle_weight_per_query']:.4f}")
         if len(r["by_category"]) > 1:
             for c, b in r["by_category"].items():
                 print(f"    {c:>26}: {b['probes']:4d} probes, {label} {b['recall']:.4f}, best weight per query "

@@ -121,3 +121,39 @@ def test_longmemeval_is_scored_all_or_nothing(tmp_path: Path) -> None:
     assert at2["by_category"]["multi-session"]["pool_oracle"]["200"] == 1.0
     assert sorted(g["gold"] for g in at1["gold_memories"]) == ["a_1", "c_1", "s2_3"]
     assert all(isinstance(g["keyword_rank"], int) for g in at1["gold_memories"])  # each shares a query word
+
+
+def _two_way_file(tmp_path: Path) -> Path:
+    """Two LongMemEval questions asking "zebra apple" of the same six turns: in one the gold turn is
+    the long one holding the rare "zebra" (first by keywords), in the other the one-word "apple"
+    (first by the hashed vectors): each needs the opposite fusion weight."""
+    texts = ["A zebra walked past the old stone bridge near the quiet river at dawn while birds sang loudly overhead",
+             "apple", "I ate an apple pie with cream at the fair", "My neighbour grows apple trees behind the fence",
+             "Apple juice spilled across the kitchen table", "We bought apple cider at the farm market"]
+
+    def question(qid: str, gold: int) -> dict:
+        return {"question_id": qid, "question_type": "t", "question": "zebra apple",
+                "question_date": "2023/06/01 (Thu) 10:00", "haystack_session_ids": [f"{qid}{i}" for i in range(6)],
+                "haystack_dates": ["2023/05/01 (Mon) 08:00"] * 6,
+                "haystack_sessions": [[{"role": "user", "content": t, **({"has_answer": True} if i == gold else {})}]
+                                      for i, t in enumerate(texts)]}
+
+    path = tmp_path / "two_way.json"
+    path.write_text(json.dumps([question("long", 0), question("short", 1)]), encoding="utf-8")
+    return path
+
+
+def test_search_sweep_moves_the_real_search_and_restores_the_policy(tmp_path: Path) -> None:
+    diag = _diag()
+    with eval_memory(None, embedder=HashEmbedder(), policy={"min_score": 0.0}) as mem:
+        probes, _, _ = ingest_longmemeval(mem, _two_way_file(tmp_path), infer=False)
+        sweep = diag.search_sweep(mem, probes, 1, "all")
+        report = diag.diagnose(mem, probes, 1, "all")
+        assert mem.policy("default").fusion_keyword_weight == 0.5 and mem.policy("default").min_score == 0.0
+    by_weight = sweep["by_weight"]
+    assert by_weight["0.0"] == by_weight["1.0"] == 0.5  # vector alone finds one gold, keyword alone the other
+    assert by_weight["0.5"] == report["recall"]  # the default weight is the real search
+    assert sweep["at_best_fixed_weight"] == 0.5 and sweep["oracle_weight_per_query"] == 1.0
+    assert report["pool_oracle"]["20"] == 1.0  # both gold are in the pool whatever the weight
+    ranks = {g["probe"]: (g["keyword_rank"], g["vector_rank"]) for g in report["gold_memories"]}
+    assert ranks["long"][0] == 1 and ranks["short"][1] == 1
