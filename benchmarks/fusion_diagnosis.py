@@ -22,7 +22,11 @@ gold turn is found), so a question with more gold than k memories can hold count
 same oracle over memfold's own final list (top 20 and 50 of a search asked for 50). And the gold
 ranked below ``UNREACHABLE`` on both sides: no re-ranking of these two signals can reach them.
 
-    nice -n 10 python benchmarks/fusion_diagnosis.py --vector-cache /work/vc --sets locomo,madial-zh,madial-en,longmemeval
+    nice -n 10 python benchmarks/fusion_diagnosis.py --vector-cache /work/vc --search-sweep
+        --sets locomo,madial-zh,madial-en,longmemeval    # (one command line)
+
+``--search-sweep`` also asks the real search (every adjustment included) at fusion weights 0, 0.1 … 1:
+its best fixed weight and the best weight per question after the fact.
 
 The vector side is embedded as the real search embeds it (the speakers the query names masked when
 ``query_speaker_mask`` is on, the excerpt's last line added), the keyword side is plain BM25 over the
