@@ -206,3 +206,66 @@ def test_per_question_outcomes(tmp_path: Path, embedder) -> None:
     assert res.returncode == 0, res.stderr
     assert "missed at k = 1 (memfold): 1 of 2 questions" in res.stdout
     assert "q2 (multi-session)" in res.stdout and "q1 (" not in res.stdout
+
+
+def _crowded(tmp_path: Path) -> Path:
+    """One question, two gold turns: a_1 (its words) and c_1 (none of them); session a's follow-ups and
+    an asking turn of session b hold the question's words and crowd c_1 out."""
+    def turn(role: str, content: str, gold: bool = False) -> dict:
+        return {"role": role, "content": content, **({"has_answer": True} if gold else {})}
+    reply = turn("assistant", "Sure, here is a thought about that.")
+    q = {"question_id": "qm", "question_type": "multi-session", "question": "How many violin lessons did I book?",
+         "answer": "2", "question_date": "2023/06/01 (Thu) 10:00", "haystack_session_ids": ["a", "b", "c"],
+         "haystack_dates": ["2023/05/01 (Mon) 08:00", "2023/05/02 (Tue) 08:00", "2023/05/03 (Wed) 08:00"],
+         "haystack_sessions": [
+             [turn("user", "I booked violin lessons at the conservatory.", True), reply,
+              turn("user", "Which violin lessons book do you like for violin lessons?"), reply,
+              turn("user", "Violin lessons are fun, I love violin lessons and violin practice.")],
+             [turn("user", "Can you suggest violin lessons for a violin beginner?"), reply],
+             [turn("user", "My cello teacher starts with me on Monday, a second instrument.", True), reply]]}
+    path = tmp_path / "crowded.json"
+    path.write_text(json.dumps([q]), encoding="utf-8")
+    return path
+
+
+def test_per_question_places_of_missed_gold_turns(tmp_path: Path) -> None:
+    """``--per-question`` says where a missed gold turn is among the search's scored candidates and
+    what sits above it (worked out by hand for this tiny haystack: a_1 first, then session a's two
+    follow-ups and session b's asking turn, then c_1 fifth), and sums that up over the missed questions."""
+    path = _crowded(tmp_path)
+    report = run_longmemeval(path, (3,), embedder=HashEmbedder(), infer=False, questions=True,
+                             policy={"min_score": 0.0})
+    row = report["per_question"][0]
+    assert row["missing"] == {"3": ["c_1"]}
+    assert row["places"]["3"] == {"place": {"c_1": 5}, "to_free": 2, "above": {
+        "same_session_turn": 2, "same_session_extract": 0, "other_turn": 1, "other_extract": 0, "asks": 2}}
+    # removing session a's two follow-ups (or the two asking turns) would bring c_1 to place 3; session b's one turn would not
+    assert report["misses"]["3"] == {"missed": 1, "not_a_candidate": 0, "whole_without": {
+        "same_session_turn": 1, "same_session_extract": 0, "other_turn": 0, "other_extract": 0, "asks": 1,
+        "same_session": 1, "other": 0}}
+    # with one candidate per side (k = 1, no minimum pool) c_1 is not a candidate at all
+    small = run_longmemeval(path, (1,), embedder=HashEmbedder(), infer=False, questions=True,
+                            policy={"min_score": 0.0, "candidate_pool_min": 1})
+    assert small["per_question"][0]["places"]["1"] == {"place": {"a_1": 2, "c_1": None}}
+    assert small["misses"]["1"]["not_a_candidate"] == 1
+    res = run_cli(tmp_path / "ws", "eval", "longmemeval", str(path), "--k", "3", "--no-extract", "--per-question",
+                  env={"COLUMNS": "250"})
+    assert res.returncode == 0, res.stderr
+    assert "c_1 (place " in res.stdout and "with a gold turn that is not a candidate" in res.stdout
+
+
+def test_search_pool_is_the_ranked_candidates(tmp_path: Path) -> None:
+    """``Retriever.search(pool=...)``: every scored candidate in rank order; the hits are its first
+    ``limit`` when no relevance floor cuts; without it the hits are the same."""
+    from memfold import Memory
+
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder(), policy={"min_score": 0.0}) as m:
+        m.add([{"role": "user", "content": c, "turn_id": f"t{i}"} for i, c in enumerate(
+            ["I booked violin lessons.", "Violin lessons are fun.", "My cello teacher is kind.",
+             "Can you suggest violin books?", "The weather is grey today."])], "u", infer=False)
+        pool: list = []
+        hits = m.retriever.search("violin lessons", "u", limit=2, record_access=False, pool=pool)
+        assert [h.record.id for h in hits] == [h.record.id for h in pool[:2]]
+        assert len(pool) == 5 and [h.score for h in pool] == sorted((h.score for h in pool), reverse=True)
+        assert [h.record.id for h in m.retriever.search("violin lessons", "u", limit=2, record_access=False)] == \
+            [h.record.id for h in hits]

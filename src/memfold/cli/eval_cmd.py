@@ -128,8 +128,25 @@ def render_longmemeval(report: dict[str, Any], console: Console) -> None:
     console.print(t)
     if "per_question" in report:
         _print_missed(report, ks[-1], console, "questions", lambda q, k: (
-            f"{q['id']} ({q['type']}): {', '.join(q['missing'][k])} of {len(q['gold'])} gold turns missing; "
-            f"{q['question']}"))
+            f"{q['id']} ({q['type']}): {_lme_places(q, k)}; {q['question']}"))
+        m = report["misses"][ks[-1]]
+        w = m["whole_without"]
+        console.print(f"of the {m['missed']} missed: {m['not_a_candidate']} with a gold turn that is not a candidate; "
+                      f"whole without the non-gold entries above of their gold sessions: {w['same_session']}, "
+                      f"of other sessions: {w['other']}, that ask (turns ending with '?'): {w['asks']}")
+
+
+def _lme_places(q: dict[str, Any], k: str) -> str:
+    """A missed question's gold turns with their places among the candidates, and what sits above them."""
+    got = q.get("places", {}).get(k, {})
+    place = got.get("place", {})
+    text = ", ".join(f"{g} (place {place[g] if place.get(g) is not None else '-'})" for g in q["missing"][k])
+    text += f" of {len(q['gold'])} gold turns missing"
+    if "above" in got:
+        a = got["above"]
+        text += (f" (above them: gold sessions {a['same_session_turn']} turns + {a['same_session_extract']} extracts, "
+                 f"others {a['other_turn']} + {a['other_extract']}, asking {a['asks']}; {got['to_free']} to free)")
+    return text
 
 
 _K_HELP = "Comma-separated cut-offs"

@@ -187,11 +187,14 @@ class Retriever:
     @scoped  # one scope of the index per search (fewer round trips on PostgreSQL: index/pg_scope.py)
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
                record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
-               collapse_copies: bool = True, include_archived: bool = False, expand: bool = True) -> list[SearchHit]:
+               collapse_copies: bool = True, include_archived: bool = False, expand: bool = True,
+               pool: list[SearchHit] | None = None) -> list[SearchHit]:
         """Ranked hits; with ``collapse_copies`` a turn and the memory extracted from it count once;
         with ``include_archived`` archived memories (merged, compressed, tidied away) are candidates too;
         without ``expand`` no pseudo-relevance feedback widens the keyword side (``forget`` asks so: what
-        it removes must match the words asked, not terms borrowed from the best hits)."""
+        it removes must match the words asked, not terms borrowed from the best hits). ``pool`` (a
+        diagnosis: ``memfold eval longmemeval --per-question``), when given, is filled with every scored
+        candidate in rank order (copies collapsed), before the relevance floor and the cut at ``limit``."""
         store = self._store(user_id)
         pol = self._policy(user_id)
         k = limit or pol.retrieve_limit
@@ -226,7 +229,8 @@ class Retriever:
                                     pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
         if prep is not None:
-            return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access)
+            return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access,
+                                  pool)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
         fused = fuse(keyword, vector, pol.fusion_keyword_weight)
@@ -257,10 +261,11 @@ class Retriever:
             prep = Prepared(pol, now.date(), [(h.record, h.similarity, h.keyword_score, h.vector_score) for h in hits],
                             cosines, cos_floor, qset)
         return self._ranked(store, user_id, hits, k, cosines, cos_floor, qset, pol, now, collapse_copies,
-                            record_access, prep, slot)
+                            record_access, prep, slot, pool)
 
     def _rescored(self, store: UserStore, user_id: str, prep: Prepared, stats: dict[str, tuple[int, datetime | None]],
-                  k: int, pol: Policy, now: datetime, collapse_copies: bool, record_access: bool) -> list[SearchHit]:
+                  k: int, pol: Policy, now: datetime, collapse_copies: bool, record_access: bool,
+                  pool: list[SearchHit] | None = None) -> list[SearchHit]:
         """A prepared answer's candidates scored again with their access statistics as they are now."""
         hits: list[SearchHit] = []
         score = self._scorer(pol, now)
@@ -269,15 +274,18 @@ class Retriever:
             r = with_access(r, count, at)
             hits.append(_hit(r, score(r, sim), sim, kpart, vpart))
         return self._ranked(store, user_id, hits, k, prep.cosines, prep.cos_floor, prep.qset, pol, now,
-                            collapse_copies, record_access, prep, None)
+                            collapse_copies, record_access, prep, None, pool)
 
     def _ranked(self, store: UserStore, user_id: str, hits: list[SearchHit], k: int, cosines: dict[str, float],
                 cos_floor: float, qset: set[str], pol: Policy, now: datetime, collapse_copies: bool,
-                record_access: bool, prep: Prepared | None, slot: Hashable | None) -> list[SearchHit]:
+                record_access: bool, prep: Prepared | None, slot: Hashable | None,
+                pool: list[SearchHit] | None = None) -> list[SearchHit]:
         """Scored candidates sorted, collapsed and cut at the relevance floor; their accesses recorded."""
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
         absorbed: dict[str, list[MemoryRecord]] = {}
         hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
+        if pool is not None:
+            pool.extend(hits)
         judged = [r.id for h in hits[: k + k // 2] for r in (h.record, *absorbed.get(h.record.id, ()))]
         if prep is None:
             held = terms_held(store.index, user_id, judged, qset)

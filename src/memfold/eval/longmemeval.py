@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.memory import Memory
+from ..engine.read import is_question
 from ..errors import InvalidInputError
+from ..models import EPISODIC, SearchHit
 from ..providers.embedder import Embedder
 from .harness import (
     Clock,
@@ -131,13 +133,77 @@ def ingest_longmemeval(mem: Memory, path: str | Path, *, infer: bool = True, lim
     return probes, n_memories, n_turns
 
 
-def per_question(probes: Sequence[Probe], results: Sequence[QuestionResult], ks: Sequence[int]) -> list[dict[str, Any]]:
+# what sits above a missed gold turn: non-gold entries by kind (a stored turn or a memory extracted
+# from one) and by session (a session that holds a gold turn, or another)
+ABOVE_KINDS = ("same_session_turn", "same_session_extract", "other_turn", "other_extract")
+
+
+def session_of(turn_id: str) -> str:
+    """The session of a turn id of this protocol (``<session id>_<index + 1>``)."""
+    return turn_id.rsplit("_", 1)[0]
+
+
+def miss_places(mem: Memory, p: Probe, k: int) -> dict[str, Any]:
+    """Where the gold turns that a search for ``k`` misses are (the search asked again, its scored
+    candidates kept): ``place``, each missed gold turn's place among the candidates in rank order (None:
+    not a candidate of that search); when every missed one is a candidate, ``above``: the non-gold
+    entries placed above the lowest of them, by ``ABOVE_KINDS``, and ``asks``, those of them that are
+    turns asking a question; ``to_free``: how many entries above it would have to go for every gold turn
+    to be in the first ``k`` (≤ 0: the relevance floor, not the ranking, dropped it)."""
+    pool: list[SearchHit] = []
+    hits = mem.retriever.search(p.query, p.namespace, limit=k, record_access=False, now=p.now, pool=pool)
+    found = {s for h in hits for s in h.record.source_ids}
+    missing = [g for g in p.gold if g not in found]
+    place = {g: next((i + 1 for i, h in enumerate(pool) if g in h.record.source_ids), None) for g in missing}
+    out: dict[str, Any] = {"place": place}
+    places = [x for x in place.values() if x is not None]
+    if not missing or len(places) < len(missing):
+        return out
+    lowest = max(places)
+    gold, gold_sessions = set(p.gold), {session_of(g) for g in p.gold}
+    above = dict.fromkeys((*ABOVE_KINDS, "asks"), 0)
+    for h in pool[: lowest - 1]:
+        r = h.record
+        if gold.intersection(r.source_ids):
+            continue
+        where = "same_session" if gold_sessions.intersection(session_of(s) for s in r.source_ids) else "other"
+        above[f"{where}_{'turn' if r.file == EPISODIC else 'extract'}"] += 1
+        above["asks"] += r.file == EPISODIC and is_question(r.content)
+    out.update(above=above, to_free=lowest - k)
+    return out
+
+
+def miss_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
+    """Per k, over the questions missed: how many have a gold turn that is not a candidate, and how many
+    would be whole if every non-gold entry of one kind above their lowest gold turn were gone (an upper
+    bound for demoting that kind: ``same_session`` = its turns and extracts, ``asks`` = asking turns)."""
+    out: dict[str, Any] = {}
+    for k in map(str, ks):
+        missed = [q["places"][k] for q in rows if q["missing"][k]]
+        placed = [m for m in missed if "above" in m]
+
+        def fixable(kinds: Sequence[str]) -> int:
+            return sum(sum(m["above"][c] for c in kinds) >= m["to_free"] for m in placed)
+
+        out[k] = {"missed": len(missed), "not_a_candidate": len(missed) - len(placed),
+                  "whole_without": {**{c: fixable([c]) for c in (*ABOVE_KINDS, "asks")},
+                                    "same_session": fixable(ABOVE_KINDS[:2]), "other": fixable(ABOVE_KINDS[2:])}}
+    return out
+
+
+def per_question(probes: Sequence[Probe], results: Sequence[QuestionResult], ks: Sequence[int],
+                 mem: Memory | None = None) -> list[dict[str, Any]]:
     """Each question's outcome (for finding where recall is lost): its id, type, text and gold turns,
-    and per k whether every gold turn was returned (``all``) and which were not (``missing``)."""
-    return [{"id": p.group, "type": p.category, "question": p.query, "gold": list(p.gold),
+    and per k whether every gold turn was returned (``all``) and which were not (``missing``); with
+    ``mem`` (the memories searched), also where the missed ones are (``places``: ``miss_places``)."""
+    rows: list[dict[str, Any]] = [{"id": p.group, "type": p.category, "question": p.query, "gold": list(p.gold),
              "all": {str(k): int(r.recall(k) >= 1.0) for k in ks},
              "missing": {str(k): [g for g in p.gold if g not in r.found[k]] for k in ks}}
             for p, r in zip(probes, results, strict=True)]
+    if mem is not None:
+        for p, row in zip(probes, rows, strict=True):
+            row["places"] = {str(k): miss_places(mem, p, k) if row["missing"][str(k)] else {"place": {}} for k in ks}
+    return rows
 
 
 def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: bool = False,
@@ -156,6 +222,7 @@ def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: 
         probes, n_memories, n_turns = ingest_longmemeval(mem, path, infer=infer, limit=limit, progress=progress)
         ingest_seconds = clock.seconds()
         ask_all(mem, probes, results, ks, progress, "asking questions")
+        rows = per_question(probes, results["memfold"], ks, mem) if questions else []
         embedder_name = mem.embedder.name
         fusion = mem.policy().fusion_keyword_weight
     report: dict[str, Any] = {"dataset": f"longmemeval:{Path(path).name}", **summarise_lme(results["memfold"], ks)}
@@ -164,7 +231,8 @@ def run_longmemeval(path: str | Path, ks: Sequence[int] = LME_KS, *, baselines: 
     if baselines:
         report["baselines"] = {m: summarise_lme(r, ks) for m, r in results.items() if m != "memfold"}
     if questions:
-        report["per_question"] = per_question(probes, results["memfold"], ks)
+        report["per_question"] = rows
+        report["misses"] = miss_summary(rows, ks)
     report["ingest_seconds"] = ingest_seconds
     report["seconds"] = clock.seconds()
     return report
