@@ -1,0 +1,105 @@
+"""``word_match_weight`` (engine/rank_wordvec.py): a question's words matched softly, through the
+static word vectors of the optional ``memfold[wordvec]`` extra (WordLlama's bundled table), against
+each candidate's words, so a memory that says the same thing in other words moves up."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memfold import Memory
+from memfold.engine import rank_wordvec
+from memfold.engine.rank_wordvec import (
+    TERM_CACHE,
+    TEXT_CACHE,
+    WordVectors,
+    mostly_cjk,
+    package_dir,
+    query_words,
+    term_vector,
+    text_matrix,
+)
+from memfold.errors import ConfigError
+
+from ..support.hash_embedder import HashEmbedder
+
+# the fused similarity alone decides (no floor, no bonuses, no recency or importance)
+ONLY_FUSED = {"score_weight_time": 0.0, "score_weight_importance": 0.0, "score_weight_similarity": 1.0,
+              "score_penalty_question": 0.0, "score_bonus_speaker": 0.0, "score_bonus_time": 0.0,
+              "min_score": 0.0, "keyword_feedback_weight": 0.0}
+# none shares a word with the questions below; the hash embedder gives no meaning to the vector side
+NOTES = ["We went hiking up the mountain trail with a tent and a canoe.",
+         "The quarterly invoice was paid by bank transfer on Tuesday.",
+         "My neighbour repaired the kitchen sink and the dishwasher.",
+         "The printer toner ran out again during the meeting."]
+
+
+def _ranking(root: Path, query: str, notes: list[str] = NOTES, **policy) -> list[str]:
+    with Memory(root=root, embedder=HashEmbedder(), policy={**ONLY_FUSED, **policy}) as m:
+        for text in notes:
+            m.add(text, "u", infer=False)
+        return [h.record.content for h in m.search(query, "u", limit=len(notes), record_access=False)]
+
+
+def test_word_match_moves_a_memory_in_other_words_up(tmp_path: Path) -> None:
+    q = "Which outdoor adventures did we enjoy?"
+    off = _ranking(tmp_path / "off", q)
+    on = _ranking(tmp_path / "on", q, word_match_weight=0.5)
+    assert off[0] != NOTES[0]  # no shared word, meaningless vectors: the hiking trip is not found first
+    assert on[0] == NOTES[0]  # "outdoor adventures" meets "hiking", "mountain", "trail", "tent"
+    assert sorted(on) == sorted(off)  # only a reordering: no candidate added or lost
+    assert _ranking(tmp_path / "default", q) == off  # off by default
+    assert _ranking(tmp_path / "zero", q, word_match_weight=0.0) == off
+
+
+def test_a_chinese_question_is_left_as_it_is(tmp_path: Path) -> None:
+    """The table is English-centric: a mostly-CJK query is not soft-matched (its Latin words aside)."""
+    notes = ["我们周末去山上徒步 hiking", "发票已经通过银行转账付款了", "邻居修好了厨房的水槽", "打印机又没墨了"]
+    q = "你们喜欢什么 outdoor 活动？"
+    assert mostly_cjk(q) and query_words(q) == []
+    assert query_words("Which outdoor adventures did we enjoy?") == ["outdoor", "adventure", "enjoy"]
+    assert _ranking(tmp_path / "on", q, notes, word_match_weight=0.9) == _ranking(tmp_path / "off", q, notes)
+
+
+def test_the_table_loads_offline_from_the_installed_package() -> None:
+    """Nothing is downloaded: the table and tokenizer are the files inside the wordllama wheel."""
+    real = socket.socket.connect
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("network access while loading the word vectors")
+
+    socket.socket.connect = refuse  # type: ignore[method-assign]
+    try:
+        wv = WordVectors(package_dir())
+    finally:
+        socket.socket.connect = real  # type: ignore[method-assign]
+    assert wv.table.shape == (32000, 256) and wv.dim == 256
+    v = wv.embed(["book", "novel", "invoice", ""])
+    assert np.allclose(np.linalg.norm(v[:3], axis=1), 1.0, atol=1e-5) and not v[3].any()
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2])  # a book is nearer a novel than an invoice
+
+
+def test_caches_are_bounded() -> None:
+    assert term_vector.cache_info().maxsize == TERM_CACHE
+    assert text_matrix.cache_info().maxsize == TEXT_CACHE
+    term_vector.cache_clear()
+    for i in range(TERM_CACHE + 10):
+        term_vector(f"w{i}")
+    assert term_vector.cache_info().currsize == TERM_CACHE
+
+
+def test_a_clear_error_without_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rank_wordvec.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(rank_wordvec, "_loaded", {})
+    term_vector.cache_clear()
+    text_matrix.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"memfold\[wordvec\]"):
+            _ranking(tmp_path, "Which outdoor adventures did we enjoy?", word_match_weight=0.5)
+        assert _ranking(tmp_path / "off", "Which outdoor adventures did we enjoy?")  # off: never needed
+    finally:
+        term_vector.cache_clear()
+        text_matrix.cache_clear()
