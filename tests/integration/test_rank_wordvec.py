@@ -16,11 +16,14 @@ from memfold.engine.rank_wordvec import (
     TERM_CACHE,
     TEXT_CACHE,
     WordVectors,
+    clear_caches,
     mostly_cjk,
     package_dir,
     query_words,
-    term_vector,
+    soft_match,
+    term_cache_size,
     text_matrix,
+    vectors_of,
 )
 from memfold.errors import ConfigError
 
@@ -83,23 +86,34 @@ def test_the_table_loads_offline_from_the_installed_package() -> None:
 
 
 def test_caches_are_bounded() -> None:
-    assert term_vector.cache_info().maxsize == TERM_CACHE
     assert text_matrix.cache_info().maxsize == TEXT_CACHE
-    term_vector.cache_clear()
-    for i in range(TERM_CACHE + 10):
-        term_vector(f"w{i}")
-    assert term_vector.cache_info().currsize == TERM_CACHE
+    clear_caches()
+    words = [f"w{i}" for i in range(TERM_CACHE + 10)]
+    for i in range(0, len(words), 1000):
+        vectors_of(words[i: i + 1000])
+    assert term_cache_size() == TERM_CACHE
+    first, again = vectors_of(["book", "novel"]), vectors_of(["novel", "book"])  # cached rows, in order
+    assert np.array_equal(first, again[::-1])
+    clear_caches()
 
 
 def test_a_clear_error_without_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rank_wordvec.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setattr(rank_wordvec, "_loaded", {})
-    term_vector.cache_clear()
-    text_matrix.cache_clear()
+    clear_caches()
     try:
         with pytest.raises(ConfigError, match=r"memfold\[wordvec\]"):
             _ranking(tmp_path, "Which outdoor adventures did we enjoy?", word_match_weight=0.5)
         assert _ranking(tmp_path / "off", "Which outdoor adventures did we enjoy?")  # off: never needed
     finally:
-        term_vector.cache_clear()
-        text_matrix.cache_clear()
+        clear_caches()
+
+
+def test_a_long_text_does_not_win_by_its_length() -> None:
+    """Soft recall alone grows with a text's words (more chances for each query word); the harmonic
+    mean with soft precision does not reward what the text says besides."""
+    q = vectors_of(query_words("Which outdoor adventures did we enjoy?"))
+    short = "We went hiking on the mountain trail."
+    long = short + " The invoice, the printer toner, the kitchen sink, taxes, meetings and the dishwasher."
+    assert soft_match(q, short) > soft_match(q, long)
+    assert soft_match(q, "") == 0.0 and soft_match(vectors_of([]), short) == 0.0

@@ -4,9 +4,10 @@
 The vocabulary gap: a question says "outdoor activities", the memory says "went hiking on the
 trail". BM25 needs the same word; the sentence vector (USE) of a whole turn does not always
 bridge it. A static table of word vectors does, word by word: each query word is matched with the
-closest word of a candidate (cosine of their vectors), and the candidate's *soft match* is the
-mean of these best cosines over the query's words. The soft match is min-max scaled over the
-fused candidates and mixed in: ``fused' = (1 - w) · fused + w · soft``. It only reorders the
+closest word of a candidate (cosine of their vectors) and each word of the candidate with the
+closest query word; the candidate's *soft match* is the harmonic mean of the two averages (soft
+recall and soft precision, as BERTScore does with contextual vectors). It is min-max scaled over
+the fused candidates and mixed in: ``fused' = (1 - w) · fused + w · soft``. It only reorders the
 candidates the keyword and vector sides already found (no new candidates, nothing stored).
 
 The table is WordLlama's ``l2_supercat_256`` (MIT licence; 32,000 Llama-2 tokens × 256 dims,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -100,16 +102,45 @@ def word_vectors() -> WordVectors:
         return wv
 
 
-@lru_cache(maxsize=TERM_CACHE)
-def term_vector(word: str) -> np.ndarray:
-    """A word's vector (bounded cache: the same words come back query after query)."""
-    return word_vectors().embed([word])[0]
+_terms: OrderedDict[str, np.ndarray] = OrderedDict()  # word -> vector, least recently used first
 
 
 def vectors_of(words: Sequence[str]) -> np.ndarray:
+    """The words' vectors, one row each; the words not seen lately are embedded in one batch (a bounded
+    cache of ``TERM_CACHE`` words: the same words come back query after query)."""
+    wv = word_vectors()
     if not words:
-        return np.zeros((0, word_vectors().dim), dtype=np.float32)
-    return np.stack([term_vector(w) for w in words])
+        return np.zeros((0, wv.dim), dtype=np.float32)
+    with _lock:
+        missing = [w for w in dict.fromkeys(words) if w not in _terms]
+    fresh = dict(zip(missing, wv.embed(missing))) if missing else {}
+    with _lock:
+        rows = []
+        for w in words:
+            v = fresh.get(w)
+            if v is None:
+                v = _terms.get(w)
+                if v is None:  # evicted by another thread meanwhile
+                    v = fresh[w] = wv.embed([w])[0]
+                else:
+                    _terms.move_to_end(w)
+            rows.append(v)
+        for w, v in fresh.items():
+            _terms[w] = v
+        while len(_terms) > TERM_CACHE:
+            _terms.popitem(last=False)
+    return np.stack(rows)
+
+
+def clear_caches() -> None:
+    """Forget the cached word vectors and candidate matrices (the table stays loaded)."""
+    with _lock:
+        _terms.clear()
+    text_matrix.cache_clear()
+
+
+def term_cache_size() -> int:
+    return len(_terms)
 
 
 def matchable(word: str) -> bool:
@@ -137,28 +168,39 @@ def text_matrix(text: str) -> np.ndarray:
 
 
 def soft_match(qvecs: np.ndarray, text: str) -> float:
-    """Mean over the query words' vectors ``qvecs`` of the best cosine with a word of ``text`` (0 when
-    either has none)."""
+    """The harmonic mean of two soft overlaps between the query words' vectors ``qvecs`` and the words
+    of ``text``: each query word's best cosine with a word of the text, averaged (recall), and each word
+    of the text's best cosine with a query word, averaged (precision). Recall alone favours long texts
+    (more words, more chances): measured, it returned 326 tokens at k = 10 on LoCoMo against 317.
+    0 when either side has no word."""
     words = text_matrix(text)
     if not len(qvecs) or not len(words):
         return 0.0
-    return float((qvecs @ words.T).max(axis=1).mean())
+    sims = qvecs @ words.T
+    recall = float(sims.max(axis=1).mean())  # how well the query's words are met
+    precision = float(sims.max(axis=0).mean())  # how much of the text is about them
+    return 2 * recall * precision / (recall + precision) if recall + precision > 1e-9 else 0.0
 
 
 def with_word_match(fused: Fused, query: str, records: Callable[[list[str]], Mapping[str, MemoryRecord]],
-                    pol: Policy) -> Fused:
+                    pol: Policy, memo: dict[str, float] | None = None) -> Fused:
     """``fused`` with each candidate's soft match mixed in by ``word_match_weight`` (unchanged at 0, for
     a query without matchable words, and for a mostly-CJK query). ``records``: the candidates' rows by id
-    (the read path's, so none is read twice); a candidate's content is matched, not its context."""
+    (the read path's, so none is read twice); a candidate's content is matched, not its context. ``memo``:
+    soft matches already worked out for this query (the fusion is redone after the feedback)."""
     w = pol.word_match_weight
     if w <= 0 or not fused:
         return fused
     qwords = query_words(query)
     if not qwords:
         return fused
-    qvecs = vectors_of(qwords)
-    rows = records(list(fused))
-    soft = {m: soft_match(qvecs, r.content) if (r := rows.get(m)) is not None else 0.0 for m in fused}
+    memo = {} if memo is None else memo
+    todo = [m for m in fused if m not in memo]
+    if todo:
+        qvecs = vectors_of(qwords)
+        rows = records(todo)
+        memo.update((m, soft_match(qvecs, r.content) if (r := rows.get(m)) is not None else 0.0) for m in todo)
+    soft = {m: memo[m] for m in fused}
     lo, hi = min(soft.values()), max(soft.values())
     span = hi - lo
     return {m: ((1.0 - w) * f + w * ((soft[m] - lo) / span if span > 1e-9 else 0.0), k, v)

@@ -236,10 +236,11 @@ class Retriever:
             records.update((r.id, r) for r in store.index.get(user_id, [m for m in ids if m not in records]))
             return records
 
-        fused = with_word_match(fuse(keyword, vector, pol.fusion_keyword_weight), vquery, rows, pol)  # off at 0
+        soft: dict[str, float] = {}  # word matches of this search's candidates (off at 0: none)
+        fused = with_word_match(fuse(keyword, vector, pol.fusion_keyword_weight), vquery, rows, pol, soft)
         if expand and pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side
             fused = with_word_match(fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol),
-                                         vector, pol.fusion_keyword_weight), vquery, rows, pol)
+                                         vector, pol.fusion_keyword_weight), vquery, rows, pol, soft)
         fused = session_lift(store, user_id, qterms, qvec, fused, vector, pol)  # off at 0: unchanged
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
