@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memfold import Memory
+from memfold.config import load_settings
 from memfold.engine import rank_wordvec
 from memfold.engine.rank_wordvec import (
     TERM_CACHE,
@@ -117,3 +118,18 @@ def test_a_long_text_does_not_win_by_its_length() -> None:
     long = short + " The invoice, the printer toner, the kitchen sink, taxes, meetings and the dishwasher."
     assert soft_match(q, short) > soft_match(q, long)
     assert soft_match(q, "") == 0.0 and soft_match(vectors_of([]), short) == 0.0
+
+
+def test_the_same_ranking_on_postgresql(pg_dsn: str, tmp_path: Path) -> None:
+    """On PostgreSQL the candidates' rows are read for the match right after the fusion (the search
+    scope's reads): the same answers as the SQLite index gives."""
+    pytest.importorskip("psycopg_pool")
+    q = "Which outdoor adventures did we enjoy?"
+    policy = {**ONLY_FUSED, "word_match_weight": 0.5}
+    settings = load_settings(tmp_path / "pg", index={"backend": "postgres", "dsn": pg_dsn}, cache={"backend": "off"})
+    with Memory(settings=settings, embedder=HashEmbedder(), policy=policy) as m:
+        for text in NOTES:
+            m.add(text, "u", infer=False)
+        on_pg = [h.record.content for h in m.search(q, "u", limit=len(NOTES), record_access=False)]
+    assert on_pg == _ranking(tmp_path / "sqlite", q, word_match_weight=0.5)
+    assert on_pg[0] == NOTES[0]
