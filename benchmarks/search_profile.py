@@ -56,7 +56,7 @@ def main() -> None:
 
     acc: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for name, label in (("query_vector", "query embedding"), ("fuse", "fusion"), ("terms", "query terms"),
-                        ("collapse_turn_copies", "collapse of copies")):
+                        ("collapse_turn_copies", "collapse of copies"), ("with_word_match", "word match")):
         setattr(read, name, _timed(getattr(read, name), label, acc))
     floor = read.Retriever._above_floor
     read.Retriever._above_floor = staticmethod(_timed(floor, "relevance floor", acc))  # type: ignore[method-assign]

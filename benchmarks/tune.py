@@ -45,6 +45,7 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "score_bonus_time": (0.0, [0.0, 0.05, 0.1, 0.2, 0.3]),
     "session_key_weight": (0.0, [0.0, 0.025, 0.05, 0.075, 0.1, 0.2]),
     "query_speaker_mask": (0.0, [0.0, 1.0]),
+    "word_match_weight": (0.0, [0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2]),  # needs memfold[wordvec]
 }
 
 

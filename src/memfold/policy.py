@@ -39,6 +39,7 @@ class Policy:
     query_last_line_weight: float = 0.25  # chosen by cross-validation with the other defaults (docs/benchmarks.md)
     keyword_feedback_weight: float = 0.3  # feedback for questions, cross-validated (docs/benchmarks.md; was 0.2); 0 = off
     query_speaker_mask: float = 1.0  # > 0: speakers the query names masked on the vector side (rank_speakers.py); cross-validated
+    word_match_weight: float = 0.0  # soft word match by static word vectors (rank_wordvec.py, extra [wordvec]); 0 = off
     session_key_weight: float = 0.0  # session keys (engine/rank_sessions.py), measured and left off (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
@@ -94,6 +95,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "keyword_feedback_weight": (0.0, 2.0),
     "query_speaker_mask": (0.0, 1.0),
     "session_key_weight": (0.0, 1.0),
+    "word_match_weight": (0.0, 1.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
     "context_window": (512, 10_000_000),

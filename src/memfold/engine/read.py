@@ -31,6 +31,7 @@ from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_sessions import session_lift
 from .rank_speakers import may_name_someone, vector_side_query
+from .rank_wordvec import with_word_match
 from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
@@ -225,24 +226,30 @@ class Retriever:
                 # the keyword candidates' rows, read now when the vector side needs their speakers (reused below)
                 if pol.query_speaker_mask > 0 and keyword and may_name_someone(query):
                     early = store.index.get(user_id, [m for m, _ in keyword])
-                qvec = query_vector(store.embedder, vector_side_query(query, set(qterms), early, pol),
-                                    pol.query_last_line_weight)
+                vquery = vector_side_query(query, set(qterms), early, pol)
+                qvec = query_vector(store.embedder, vquery, pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
         if prep is not None:
             return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access,
                                   pool)
         if include_archived:
             keyword, vector = archived_candidates(store, user_id, qterms, qvec, keyword, vector, want)
-        fused = fuse(keyword, vector, pol.fusion_keyword_weight)
+        records = {r.id: r for r in early}
+
+        def rows(ids: list[str]) -> dict[str, MemoryRecord]:  # the candidates' rows, each read once
+            records.update((r.id, r) for r in store.index.get(user_id, [m for m in ids if m not in records]))
+            return records
+
+        soft: dict[str, float] = {}  # word matches of this search's candidates (off at 0: none)
+        fused = with_word_match(fuse(keyword, vector, pol.fusion_keyword_weight), vquery, rows, pol, soft)
         if expand and pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side
-            fused = fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol), vector,
-                         pol.fusion_keyword_weight)
+            fused = with_word_match(fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol),
+                                         vector, pol.fusion_keyword_weight), vquery, rows, pol, soft)
         fused = session_lift(store, user_id, qterms, qvec, fused, vector, pol)  # off at 0: unchanged
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this
         qset = set(qterms)
-        records = {r.id: r for r in early}
-        records.update((r.id, r) for r in store.index.get(user_id, [m for m in fused if m not in records]))
+        rows(list(fused))
         now = now or utcnow()
         cues = query_cues(query, now, pol)
         hits: list[SearchHit] = []
