@@ -52,7 +52,7 @@ class KeywordIndex(KeywordDocs):
     # come back query after query) in at most this share of the bytes of the index's postings
     # (``POSTING_BYTES`` each): a term of the base keeps its weights only (8 bytes a posting, its slots
     # are a view of ``t_slot``), one with delta postings its slots too (16)
-    MEMO_SHARE = 0.25
+    MEMO_SHARE = 0.5
     POSTING_BYTES = 16  # t_slot, t_tf, s_tid, s_tf: 4 bytes each
 
     def __init__(self) -> None:
