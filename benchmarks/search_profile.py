@@ -62,7 +62,8 @@ def main() -> None:
     read.Retriever._above_floor = staticmethod(_timed(floor, "relevance floor", acc))  # type: ignore[method-assign]
     store = mf.retriever._store("bench")
     for name, label in (("keyword_search", "keyword search"), ("vector_search", "vector search"),
-                        ("get", "read candidate rows"), ("terms_held", "relevance floor: terms from the index")):
+                        ("get", "read candidate rows"), ("get_shared", "read candidate rows"),
+                        ("terms_held", "relevance floor: terms from the index")):
         if hasattr(store.index, name):
             setattr(store.index, name, _timed(getattr(store.index, name), label, acc))
     store.sync = _timed(store.sync, "file check (sync)", acc)  # type: ignore[method-assign]

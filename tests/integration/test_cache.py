@@ -388,3 +388,36 @@ def test_own_queued_accesses_count_in_a_prepared_answer_at_once(tmp_path, pg_dsn
         assert len(mem.index.inner._access) > 0  # still queued, not in the table
         ids = counts[0].keys()
         assert all(counts[n][i] == n for n in range(3) for i in ids)
+
+
+def test_in_process_search_results_are_kept_as_they_are_and_counted(tmp_path):
+    """The in-process cache keeps keyword and vector results as tuples under plain keys (nothing hashed
+    or encoded): a hit is the index's answer, the caller's list is its own (changing it changes no
+    later hit), and every entry counts the size its writer gave it against ``max_bytes``."""
+    mem = _open(tmp_path / "ws", None, {"backend": "memory"})
+    try:
+        for fact in FACTS:
+            mem.add(fact, infer=False)
+        ix, inner = mem.index, mem.index.inner
+        vec = mem.embedder.embed_query(["tea in the morning"])[0]
+        for search, arg in ((ix.keyword_search, ["tea", "morning"]), (ix.vector_search, vec)):
+            before = _hits()
+            first = search("default", arg, 5)
+            assert first and _hits() == before  # a miss, kept
+            first.append(("changed by the caller", 9.9))
+            again = search("default", arg, 5)
+            assert _hits() == before + 1 and isinstance(again, list)  # a hit
+            truth = (inner.keyword_search if search == ix.keyword_search else inner.vector_search)("default", arg, 5)
+            assert again == truth
+        cache = ix.cache
+        kept = [(k, v) for k, (_, v, _) in cache._data.items() if isinstance(k, tuple)]
+        assert len(kept) == 2 and all(isinstance(v, tuple) for _, v in kept)
+        assert cache.nbytes >= 2 * 256 + vec.nbytes  # sizes as given: the vector key's bytes counted
+    finally:
+        mem.close()
+    small = LocalCache(max_entries=10, max_bytes=1000)
+    small.set(("a",), (1, 2), 60, nbytes=600)
+    small.set(("b",), (3,), 60, nbytes=600)  # over max_bytes: the least recently used leaves
+    assert small.get(("a",)) is None and small.get(("b",)) == (3,) and small.nbytes == 600
+    small.set(("c",), (4,), 60, nbytes=2000)  # larger than the whole budget: not kept
+    assert small.get(("c",)) is None and len(small) == 1

@@ -1,6 +1,8 @@
 """The query-result cache stores a search's (id, score) lists in a compact binary form (``MFS1``,
-``cache/index.py``): a hit gives exactly the index's answer (scores to the bit), an entry of the
-earlier JSON form is still read, anything else is a miss."""
+``cache/index.py``) where they are shared (Redis, and the process's own tier in front of it; the
+in-process ``memory`` backend keeps them as tuples, ``test_cache.py``): a hit gives exactly the
+index's answer (scores to the bit), an entry of the earlier JSON form is still read, anything else is
+a miss."""
 
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ QUERIES = ["green tea", "dog Rex", "Oslo", "breakfast coffee", "what does Rex dr
 AT = datetime(2026, 11, 27, 12, 0, 0, tzinfo=timezone.utc)
 
 
-def _open(root: Path, backend: str) -> Memory:
-    return Memory(settings=load_settings(root, cache={"backend": backend}), embedder=HashEmbedder())
+def _open(root: Path, backend: str, url: str = "") -> Memory:
+    return Memory(settings=load_settings(root, cache={"backend": backend, "url": url}), embedder=HashEmbedder())
 
 
 def _answer(mem: Memory, q: str) -> list[tuple]:
@@ -31,13 +33,13 @@ def _answer(mem: Memory, q: str) -> list[tuple]:
 
 
 def _scored_entries(mem: Memory) -> dict[str, bytes]:
-    data = mem.index.cache._data  # LocalCache: key -> (expiry, value)
-    return {k: v for k, (_, v) in data.items() if ":kw:" in k or ":vec:" in k}
+    data = mem.index.cache.local._data  # TieredCache's own tier (LocalCache): key -> (expiry, value, size)
+    return {k: v for k, (_, v, _) in data.items() if ":kw:" in k or ":vec:" in k}
 
 
-def test_hits_give_the_index_answer_to_the_bit(tmp_path: Path) -> None:
+def test_hits_give_the_index_answer_to_the_bit(tmp_path: Path, redis_server) -> None:  # noqa: ANN001
     root = tmp_path / "ws"
-    with _open(root, "memory") as mem, _open(root, "off") as plain:
+    with _open(root, "redis", redis_server.url) as mem, _open(root, "off") as plain:
         mem.add([{"role": "user", "content": f} for f in FACTS], "u", infer=False)
         for q in QUERIES:
             want = _answer(plain, q)
@@ -50,9 +52,9 @@ def test_hits_give_the_index_answer_to_the_bit(tmp_path: Path) -> None:
             assert got is not None and encode_scored(got) == v
 
 
-def test_an_entry_of_the_json_form_is_still_read(tmp_path: Path) -> None:
+def test_an_entry_of_the_json_form_is_still_read(tmp_path: Path, redis_server) -> None:  # noqa: ANN001
     root = tmp_path / "ws"
-    with _open(root, "memory") as mem, _open(root, "off") as plain:
+    with _open(root, "redis", redis_server.url) as mem, _open(root, "off") as plain:
         mem.add([{"role": "user", "content": f} for f in FACTS], "u", infer=False)
         want = {q: _answer(plain, q) for q in QUERIES}
         for q in QUERIES:

@@ -4,6 +4,7 @@ with short JSON decoded once, and the vector product on one BLAS thread."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from pathlib import Path
@@ -180,3 +181,56 @@ def test_sqlite_file_states_are_what_file_state_reads(tmp_path: Path) -> None:
         assert len(got) >= 2 and set(got) == set(files)
         assert got == {f: ix.file_state("u", f) for f in files}
         assert ix.file_states("nobody") == {}
+
+
+def test_returned_hits_are_the_callers_own_while_candidates_are_shared(tmp_path: Path) -> None:
+    """The read path scores the record cache's records themselves (``SqliteIndex.get_shared``: no copy
+    of its ~30 candidates) and hands out copies of the hits it returns: a caller that changes a hit's
+    structured data changes neither the next search (fresh, or answered from its prepared answer)
+    nor what ``get`` reads."""
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:
+        m.add([{"role": "user", "content": t} for t in _texts(120, seed=4)], "u", infer=False)
+        first = m.search("violin lesson", "u", limit=5, record_access=False)
+        assert first and all(h.record.structured_data == {"role": "user"} for h in first)
+        for h in first:
+            h.record.structured_data["role"] = "changed by the caller"
+        ids = [h.record.id for h in first]
+        again = m.search("violin lesson", "u", limit=5, record_access=False)  # its prepared answer
+        other = m.search("lesson violin garden", "u", limit=10, record_access=False)  # a search of its own
+        assert [h.record.id for h in again] == ids and set(ids) & {h.record.id for h in other}
+        assert all(h.record.structured_data == {"role": "user"} for h in again + other)
+        assert all(r.structured_data == {"role": "user"} for r in m.index.get("u", ids))
+        pool: list = []  # the diagnosis's list of every scored candidate: the caller's own records too
+        m.retriever.search("lesson violin garden", "u", limit=10, record_access=False, pool=pool)
+        assert len(pool) > 10
+        for h in pool:
+            h.record.structured_data["role"] = "changed through the pool"
+        after = m.search("lesson violin garden", "u", limit=10, record_access=False)
+        assert all(h.record.structured_data == {"role": "user"} for h in after)
+
+
+def test_feedback_terms_are_the_formula() -> None:
+    """``feedback_terms`` (counts, idf and sort written with fewer operations) gives the terms, in the
+    order, that the formula gives term by term: share / rank × ln(1 + pool / df), best first, ties by term."""
+    from memfold.engine.rank_keywords import feedback_terms
+
+    rng = random.Random(8)
+
+    def formula(top: list[dict[str, int]], pool: list[dict[str, int]], asked: set[str], n: int) -> list[str]:
+        size = max(len(pool), 1)
+        weight: dict[str, float] = {}
+        for rank, doc in enumerate(top):
+            for t, c in doc.items():
+                if t in asked or len(t) < 2:
+                    continue
+                df = sum(1 for d in pool if t in d) or 1
+                weight[t] = weight.get(t, 0.0) + (c / sum(doc.values())) / (rank + 1) * math.log1p(size / df)
+        return [t for t, _ in sorted(weight.items(), key=lambda x: (-x[1], x[0]))[:n]]
+
+    for _ in range(200):
+        pool = [dict(Counter(terms(t))) for t in _texts(rng.randint(0, 10), seed=rng.randint(0, 10**6))]
+        pool += [{}] * rng.randint(0, 1)  # a row without terms keeps its rank
+        rng.shuffle(pool)
+        top, asked = pool[:3], set(rng.sample(WORDS, 3))
+        assert feedback_terms(top, pool, asked, 10) == formula(top, pool, asked, 10)
+        assert feedback_terms(top[:1], pool[1:], asked, 4) == formula(top[:1], pool[1:], asked, 4)  # top not in pool

@@ -322,3 +322,32 @@ def test_kept_term_weights_score_to_the_bit_and_stay_bounded(monkeypatch) -> Non
             k = KeywordIndex.from_state(k.state())
         assert k._memo == {} and k._memo_size == 0  # every change forgets the kept weights
     assert kept_hits > 100
+
+
+def test_every_terms_weights_of_the_base_are_kept_within_the_bound() -> None:
+    """``MEMO_SHARE`` leaves room for the weights of every posting of the base (8 bytes each of the
+    postings' 16): once every term has been searched, no search weighs a term again (at 0.25 the
+    first terms searched filled the room and a third of a 2k bench index's lookups weighed again)."""
+    rng = random.Random(5)
+    k = KeywordIndex()
+    docs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))) for _ in range(400)]
+    k.upsert([f"m{i}" for i in range(len(docs))], docs)
+    words = [w for w in WORDS if w in k.vocab]
+    for w in words:
+        k.search([w], 10)
+    assert len(k._memo) == len(words) and k._memo_bytes <= k.memo_budget()
+    weighed: list[int] = []
+    real = bm25_weights
+    import memfold.index.keywords as kw
+
+    def counted(*a, **kw_):  # noqa: ANN002, ANN003
+        weighed.append(1)
+        return real(*a, **kw_)
+
+    kw.bm25_weights = counted
+    try:
+        for _ in range(3):
+            k.search(rng.sample(words, 4), 10)
+    finally:
+        kw.bm25_weights = real
+    assert weighed == []

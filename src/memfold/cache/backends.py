@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any, Final, Protocol
 
 from ..errors import ConfigError
@@ -36,14 +37,16 @@ class CacheBackend(Protocol):
 
 class LocalCache:
     """A thread-safe LRU of at most ``max_entries`` entries and ``max_bytes`` bytes of values;
-    an entry older than its time to live is a miss (and removed)."""
+    an entry older than its time to live is a miss (and removed). Being in process, it also keeps
+    values that are not bytes under keys that are not strings (``CachedIndex``'s search results, kept
+    as they are: no key hashed, nothing encoded), each counted at the size its writer gives."""
 
     def __init__(self, max_entries: int = 2000, max_bytes: int = 64 * 1024 * 1024):
         if max_entries < 1:
             raise ConfigError(f"setting [cache] max_entries must be at least 1, got {max_entries}")
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._data: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+        self._data: OrderedDict[Hashable, tuple[float, Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -54,7 +57,7 @@ class LocalCache:
     def nbytes(self) -> int:
         return self._bytes
 
-    def get(self, key: str) -> bytes | None:
+    def get(self, key: Hashable) -> Any:
         now = time.monotonic()
         with self._lock:
             got = self._data.get(key)
@@ -66,20 +69,22 @@ class LocalCache:
             self._data.move_to_end(key)
             return got[1]
 
-    def set(self, key: str, value: bytes, ttl: float) -> None:
-        if len(value) > self.max_bytes:
+    def set(self, key: Hashable, value: Any, ttl: float, nbytes: int | None = None) -> None:
+        """Keep ``value`` (bytes; or any value with ``nbytes``, its size in memory) for ``ttl`` seconds."""
+        size = len(value) if nbytes is None else nbytes
+        if size > self.max_bytes:
             return
         with self._lock:
             if key in self._data:
                 self._drop(key)
-            self._data[key] = (time.monotonic() + ttl, value)
-            self._bytes += len(value)
+            self._data[key] = (time.monotonic() + ttl, value, size)
+            self._bytes += size
             while len(self._data) > self.max_entries or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._data)))
 
-    def _drop(self, key: str) -> None:
-        _, value = self._data.pop(key)
-        self._bytes -= len(value)
+    def _drop(self, key: Hashable) -> None:
+        _, _, size = self._data.pop(key)
+        self._bytes -= size
 
     def close(self) -> None:
         with self._lock:

@@ -18,6 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from itertools import chain
 
 from ..policy import Policy
 from ..text.terms import terms
@@ -80,20 +81,20 @@ def feedback_terms(top: Sequence[TermCounts], pool: Sequence[TermCounts], asked:
     """The ``n`` terms of the feedback documents ``top`` (best first; each its terms with their counts)
     that say most: each document's term share, weighted by its rank, times an idf over the candidate
     ``pool``; query terms excluded."""
-    df: Counter[str] = Counter()
-    for doc in pool:
-        df.update(doc.keys())
+    df: Counter[str] = Counter(chain.from_iterable(pool))  # a document holds a term once
     size = max(len(pool), 1)
+    idf = {d: math.log1p(size / d) for d in {1, *df.values()}}  # a pool of ~10: a few distinct values
     weight: dict[str, float] = {}
-    for rank, doc in enumerate(top):
+    get = weight.get
+    for rank, doc in enumerate(top, 1):
         if not doc:
             continue
         length = sum(doc.values())
         for t, c in doc.items():
             if t in asked or len(t) < 2:
                 continue
-            weight[t] = weight.get(t, 0.0) + (c / length) / (rank + 1) * math.log1p(size / df.get(t, 1))
-    return [t for t, _ in sorted(weight.items(), key=lambda x: (-x[1], x[0]))[:n]]
+            weight[t] = get(t, 0.0) + (c / length) / rank * idf[df.get(t, 1)]
+    return [t for _, t in sorted([(-w, t) for t, w in weight.items()])[:n]]
 
 
 def with_feedback(store: UserStore, user_id: str, query: str, qterms: list[str], keyword: Ranked,

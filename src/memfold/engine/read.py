@@ -19,6 +19,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..cache.answers import Prepared
+from ..index.record_cache import own_copy
 from ..index.rows import with_access
 from ..limits import query_tail
 from ..models import EPISODIC, FILE_MEMORY, DailyNote, MemoryRecord, Retrieval, SearchHit, fillable, utcnow
@@ -210,6 +211,9 @@ class Retriever:
         prepared = getattr(store.index, "prepared", None) if not include_archived else None
         slot = prep = None
         early: list[MemoryRecord] = []
+        # the candidates' records, shared with the index's record cache where it has one (not copied:
+        # nothing here changes them; ``_above_floor`` copies the few it returns)
+        read_rows = getattr(store.index, "get_shared", None) or store.index.get
         with pin(user_id) if callable(pin) else nullcontext():
             if callable(prepared):  # a cache: this search worked out before, at this counter (cache/answers.py)
                 slot, prep = prepared(user_id, (query, k, memory_type, include_episodic, collapse_copies, expand))
@@ -225,7 +229,7 @@ class Retriever:
                 keyword = store.index.keyword_search(user_id, qterms, want) if qterms else []
                 # the keyword candidates' rows, read now when the vector side needs their speakers (reused below)
                 if pol.query_speaker_mask > 0 and keyword and may_name_someone(query):
-                    early = store.index.get(user_id, [m for m, _ in keyword])
+                    early = read_rows(user_id, [m for m, _ in keyword])
                 vquery = vector_side_query(query, set(qterms), early, pol)
                 qvec = query_vector(store.embedder, vquery, pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
@@ -237,7 +241,7 @@ class Retriever:
         records = {r.id: r for r in early}
 
         def rows(ids: list[str]) -> dict[str, MemoryRecord]:  # the candidates' rows, each read once
-            records.update((r.id, r) for r in store.index.get(user_id, [m for m in ids if m not in records]))
+            records.update((r.id, r) for r in read_rows(user_id, [m for m in ids if m not in records]))
             return records
 
         soft: dict[str, float] = {}  # word matches of this search's candidates (off at 0: none)
@@ -291,8 +295,8 @@ class Retriever:
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
         absorbed: dict[str, list[MemoryRecord]] = {}
         hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
-        if pool is not None:
-            pool.extend(hits)
+        if pool is not None:  # the caller's own records (the candidates' rows are shared with the record cache)
+            pool.extend(_hit(own_copy(h.record), h.score, h.similarity, h.keyword_score, h.vector_score) for h in hits)
         judged = [r.id for h in hits[: k + k // 2] for r in (h.record, *absorbed.get(h.record.id, ()))]
         if prep is None:
             held = terms_held(store.index, user_id, judged, qset)
@@ -325,8 +329,8 @@ class Retriever:
             rel = max(relevance(cosines.get(r.id, cos_floor), qterms,
                                 index_text(r) if (n := held.get(r.id)) is None else "", n)
                       for r in (h.record, *absorbed.get(h.record.id, ())))
-            if rel >= min_score:
-                out.append(_hit(h.record, h.score, h.similarity, h.keyword_score, h.vector_score, rel))
+            if rel >= min_score:  # the record handed out is the caller's own (its structured data a copy)
+                out.append(_hit(own_copy(h.record), h.score, h.similarity, h.keyword_score, h.vector_score, rel))
                 if len(out) >= k:
                     break
         return out

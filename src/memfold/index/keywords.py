@@ -51,8 +51,10 @@ class KeywordIndex(KeywordDocs):
     # the weighted postings of the terms searched since the last change are kept (common terms' lists
     # come back query after query) in at most this share of the bytes of the index's postings
     # (``POSTING_BYTES`` each): a term of the base keeps its weights only (8 bytes a posting, its slots
-    # are a view of ``t_slot``), one with delta postings its slots too (16)
-    MEMO_SHARE = 0.25
+    # are a view of ``t_slot``), one with delta postings its slots too (16). Half: room for the weights
+    # of every posting of the base (at a quarter the first terms searched filled it, and on the 2k
+    # bench a third of the lookups weighed their term again at every search; docs/benchmarks.md)
+    MEMO_SHARE = 0.5
     POSTING_BYTES = 16  # t_slot, t_tf, s_tid, s_tf: 4 bytes each
 
     def __init__(self) -> None:

@@ -10,7 +10,9 @@ count of its own write transactions), and a different token empties the cache be
 read. The one write that keeps it is the index's own ``record_access`` outside any other
 transaction: it updates the kept records' access statistics exactly as its ``UPDATE`` did
 (``patch_access``). Each record handed out is a copy with its own ``structured_data`` dict: a
-caller that changes one cannot change what the next read returns."""
+caller that changes one cannot change what the next read returns. The read path alone
+(``SqliteIndex.get_shared``) gets the kept records themselves: it changes none of them and hands out
+copies of the few it returns (``engine/read.py``), not of its ~30 candidates."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from .rows import FILL_RECORD, timestamp, with_access
 DEFAULT_SIZE = 4096
 
 
-def _copy(r: MemoryRecord) -> MemoryRecord:
+def own_copy(r: MemoryRecord) -> MemoryRecord:
+    """``r`` with a ``structured_data`` dict of its own (what a caller may change without changing ``r``)."""
     if not FILL_RECORD:
         return replace(r, structured_data=dict(r.structured_data))
     rec = object.__new__(MemoryRecord)
@@ -53,8 +56,9 @@ class RecordCache:
             self._records.clear()
             self.token = token
 
-    def take(self, user_id: str, ids: Sequence[str], out: dict[str, MemoryRecord]) -> list[str]:
-        """Copies of the kept records of ``ids`` into ``out``; returns the ids not kept (to read)."""
+    def take(self, user_id: str, ids: Sequence[str], out: dict[str, MemoryRecord], copy: bool = True) -> list[str]:
+        """Copies of the kept records of ``ids`` into ``out`` (``copy=False``: the kept records themselves,
+        for a reader that changes nothing and copies what it hands out); returns the ids not kept (to read)."""
         kept = self._records
         missing: list[str] = []
         for mid in ids:
@@ -63,16 +67,17 @@ class RecordCache:
                 missing.append(mid)
             else:
                 kept.move_to_end((user_id, mid))
-                out[mid] = _copy(r)
+                out[mid] = own_copy(r) if copy else r
         return missing
 
-    def put(self, user_id: str, records: Iterable[MemoryRecord]) -> None:
-        """Keep ``records`` (read at the current token), each as a copy of its own."""
+    def put(self, user_id: str, records: Iterable[MemoryRecord], copy: bool = True) -> None:
+        """Keep ``records`` (read at the current token), each as a copy of its own (``copy=False``: the
+        records themselves, handed to a reader that changes nothing)."""
         if self.size == 0:
             return
         kept = self._records
         for r in records:
-            kept[(user_id, r.id)] = _copy(r)
+            kept[(user_id, r.id)] = own_copy(r) if copy else r
             kept.move_to_end((user_id, r.id))
         while len(kept) > self.size:
             kept.popitem(last=False)

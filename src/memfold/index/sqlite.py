@@ -243,6 +243,14 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
 
     # ---- reads ---------------------------------------------------------------------
     def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        return self._get(user_id, ids, True)
+
+    def get_shared(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """``get`` for the read path: the record cache's records themselves, not copies. The caller
+        changes none of them and copies those it hands out (``engine/read.py``)."""
+        return self._get(user_id, ids, False)
+
+    def _get(self, user_id: str, ids: Sequence[str], copy: bool) -> list[MemoryRecord]:
         if not ids:
             return []
         asked = ids
@@ -251,7 +259,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             kept = self._records if self._records.size and not self._tx_depth else None  # never a write's rows
             if kept is not None:
                 kept.check((self._db.execute("PRAGMA data_version").fetchone()[0], self._writes))
-                ids = kept.take(user_id, ids, out)
+                ids = kept.take(user_id, ids, out, copy)
             read: list[MemoryRecord] = []
             for chunk in range(0, len(ids), 500):
                 part = list(ids[chunk: chunk + 500])
@@ -260,7 +268,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                     out[r[0]] = rec = record_from_row(r)
                     read.append(rec)
             if kept is not None:
-                kept.put(user_id, read)
+                kept.put(user_id, read, copy)
         return [out[i] for i in asked if i in out]
 
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
