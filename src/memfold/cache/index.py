@@ -196,13 +196,17 @@ class CachedIndex:
         if got is not None:
             found = decode_scored(got)
             if found is not None:  # else not what this version stores (a shared Redis): ask the index
-                expect = getattr(self._index, "expect_rows", None)  # the search reads their rows next
-                if callable(expect):
-                    expect(user_id, [mid for mid, _ in found])
+                self._expect(user_id, found)
                 return found
         result = compute()
         self.cache.set(key, encode_scored(result), self.ttl)
         return result
+
+    def _expect(self, user_id: str, found: Sequence[tuple[str, float]]) -> None:
+        """Tell the index which rows a search answered from the cache reads next (``expect_rows``)."""
+        expect = getattr(self._index, "expect_rows", None)
+        if callable(expect):
+            expect(user_id, [mid for mid, _ in found])
 
     def _kept(self, kind: str, key: tuple[Any, ...], compute: Any, user_id: str, key_bytes: int = 0
               ) -> list[tuple[str, float]]:
@@ -211,9 +215,7 @@ class CachedIndex:
         got = cache.get(key)
         record_cache(kind, "miss" if got is None else "hit")
         if got is not None:
-            expect = getattr(self._index, "expect_rows", None)  # the search reads their rows next
-            if callable(expect):
-                expect(user_id, [mid for mid, _ in got])
+            self._expect(user_id, got)
             return list(got)
         result = compute()
         # its size: the key's bytes, then per (id, score) pair a tuple, a float and the id's share
