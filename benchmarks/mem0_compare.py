@@ -11,6 +11,12 @@ mem0 is not a dependency of memfold; run this in an environment that has both:
     python -m venv /tmp/mem0venv
     /tmp/mem0venv/bin/pip install mem0ai faiss-cpu -e .
     MEM0_TELEMETRY=false /tmp/mem0venv/bin/python benchmarks/mem0_compare.py --n 2000 5000 10000 --out mem0.json
+
+``--floor`` asks a fourth contender in the same rotation: memfold on the same store with every
+optional stage of its search off (``FLOOR_POLICY``: keyword feedback, speaker mask and bonus,
+question penalty, time cues, relevance floor) and no query-result cache: what the hybrid search
+itself costs (two candidate lists, fusion, the candidates' rows, rescoring), beside mem0's
+vector-only search.
 """
 
 from __future__ import annotations
@@ -29,11 +35,18 @@ from typing import Any
 os.environ.setdefault("MEM0_TELEMETRY", "false")  # no posthog calls from this process
 os.environ.setdefault("OPENAI_API_KEY", "unused-with-infer-false")  # mem0 builds its default LLM client eagerly
 
+from dataclasses import replace  # noqa: E402
+
 from memfold import Memory  # noqa: E402
+from memfold.config import CacheSettings, load_settings  # noqa: E402
 from memfold.eval.bench import percentiles, synthetic_queries, synthetic_texts  # noqa: E402
 from memfold.providers.embedder import UseEmbedder, embed_query  # noqa: E402
 
 BATCH = 1000
+# ``--floor``: the search with every optional ranking stage off (each a policy key; 0 = off)
+FLOOR_POLICY = {"keyword_feedback_weight": 0.0, "query_speaker_mask": 0.0, "score_bonus_speaker": 0.0,
+                "score_penalty_question": 0.0, "score_bonus_time": 0.0, "min_score": 0.0,
+                "query_last_line_weight": 0.0}
 
 
 class SameEmbedder:
@@ -112,10 +125,18 @@ def compare(n: int, args: argparse.Namespace, emb: UseEmbedder, Mem0) -> dict:  
             store._save = save
             save()
             m0_res["ingest_note"] = "not comparable: --fast-mem0-load skipped mem0's per-insert saves"
-        lat = time_searches({"memfold": lambda q: mf.search(q, "bench", limit=10, record_access=False),
-                             "mem0": lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
-                             "embedding": lambda q: embed_query(emb, [q])}, queries)
+        contenders = {"memfold": lambda q: mf.search(q, "bench", limit=10, record_access=False),
+                      "mem0": lambda q: m0.search(q, top_k=10, filters={"user_id": "bench"}),
+                      "embedding": lambda q: embed_query(emb, [q])}
+        floor = None
+        if args.floor:  # the same store, its own process-local structures, no cache, no optional stage
+            floor = Memory(root=tmp / "memfold", embedder=emb, policy=FLOOR_POLICY,
+                           settings=replace(load_settings(tmp / "memfold"), cache=CacheSettings(backend="off")))
+            contenders["memfold floor"] = lambda q: floor.search(q, "bench", limit=10, record_access=False)
+        lat = time_searches(contenders, queries)
         mf.close()
+        if floor is not None:
+            floor.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mf_res["search_ms"], m0_res["search_ms"], embed_ms = lat["memfold"], lat["mem0"], lat["embedding"]
@@ -128,8 +149,13 @@ def compare(n: int, args: argparse.Namespace, emb: UseEmbedder, Mem0) -> dict:  
         "search_p50 (mem0/memfold, higher is better)":
             round(m0_res["search_ms"]["p50"] / max(mf_res["search_ms"]["p50"], 1e-6), 2),
     }
-    return {"n": n, "embedder": emb.name, "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
-            "query_embedding_ms": embed_ms, "memfold": mf_res, "mem0": m0_res, "ratios": ratios}
+    out = {"n": n, "embedder": emb.name, "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
+           "query_embedding_ms": embed_ms, "memfold": mf_res, "mem0": m0_res, "ratios": ratios}
+    if "memfold floor" in lat:
+        out["memfold_floor_search_ms"] = lat["memfold floor"]
+        ratios["search_p50 (mem0/memfold floor, higher is better)"] = \
+            round(m0_res["search_ms"]["p50"] / max(lat["memfold floor"]["p50"], 1e-6), 2)
+    return out
 
 
 def main() -> None:
@@ -139,6 +165,8 @@ def main() -> None:
     ap.add_argument("--single", type=int, default=200)
     ap.add_argument("--vector-store", choices=("faiss", "qdrant"), default="faiss")
     ap.add_argument("--out", type=Path, default=Path("mem0_compare.json"))
+    ap.add_argument("--floor", action="store_true",
+                    help="also ask memfold with every optional search stage off and no cache (FLOOR_POLICY)")
     ap.add_argument("--fast-mem0-load", action="store_true",
                     help="load mem0's FAISS store without its save after every insert (its search is unchanged; "
                          "its ingest rate is then not comparable): a 10k run in minutes, not half an hour")
@@ -161,6 +189,13 @@ def main() -> None:
               f"{mf['p99']:.2f} | {m0['p50']:.2f} / {m0['p95']:.2f} / {m0['p99']:.2f} | "
               f"{r['ratios']['search_p50 (mem0/memfold, higher is better)']:.2f} "
               f"| {e['cpu_mean']:.2f} / {mf['cpu_mean']:.2f} / {m0['cpu_mean']:.2f} |")
+    floors = [r for r in reports if "memfold_floor_search_ms" in r]
+    if floors:
+        print("\n| n | memfold floor p50 / CPU mean | mem0 p50 / CPU mean | mem0/floor p50 |\n|---|---|---|---|")
+        for r in floors:
+            f, m0 = r["memfold_floor_search_ms"], r["mem0"]["search_ms"]
+            print(f"| {r['n']:,} | {f['p50']:.2f} / {f['cpu_mean']:.2f} | {m0['p50']:.2f} / {m0['cpu_mean']:.2f} "
+                  f"| {r['ratios']['search_p50 (mem0/memfold floor, higher is better)']:.2f} |")
 
 
 if __name__ == "__main__":
