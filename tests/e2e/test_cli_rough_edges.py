@@ -68,6 +68,18 @@ def _commands(group, path=()):  # noqa: ANN001 - click's Group
             yield from _commands(cmd, path + (name,))
 
 
+def test_command_summaries_are_not_cut_mid_sentence():
+    """``memfold --help`` lists each command with the first paragraph of its help, line breaks kept as
+    written: a docstring whose first sentence runs onto a second source line printed "re-embed every"
+    and "row of the embedded index" on separate lines of the list."""
+    import typer
+
+    from memfold.cli.main import app
+    cut = [(" ".join(path), (cmd.help or "").split("\n\n")[0]) for path, cmd in _commands(typer.main.get_command(app))
+           if "\n" in (cmd.help or "").strip().split("\n\n")[0]]
+    assert not cut, cut
+
+
 def test_no_help_text_is_eaten_as_markup(root: Path):
     """The help pages are rendered with rich: a "[server]" in a help text is taken for a markup tag and
     vanishes ("default  host"). Every command's and option's help must survive rendering."""

@@ -236,8 +236,9 @@ def history(ctx: typer.Context, memory_id: str = typer.Argument(...), user: User
 
 @app.command()
 def reindex(ctx: typer.Context, user: OneUser = None) -> None:
-    """Rebuild the index from the Markdown files; after a change of embedder, first re-embed every
-    row of the embedded index (episodic turns, history and sessions kept; the old file is kept)."""
+    """Rebuild the index from the Markdown files; after a change of embedder, re-embed every row first.
+
+    Re-embedding keeps the episodic turns, history and sessions of the embedded index, and the old file."""
     rt = runtime(ctx)
     try:
         mem = rt.memory()

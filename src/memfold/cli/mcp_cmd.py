@@ -19,8 +19,9 @@ def mcp(ctx: typer.Context, user: User = "default",
         http: bool = typer.Option(False, "--http", help="Serve streamable HTTP instead of stdio."),
         host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http."),
         port: int = typer.Option(8765, "--port", help="Port to listen on with --http.")) -> None:
-    """Run an MCP server with memfold's memory tools and MEMORY.md as a resource, in one namespace
-    (stdio by default: the MCP client starts this command; --http for streamable HTTP at /mcp)."""
+    """Run an MCP server with memfold's memory tools and MEMORY.md as a resource, in one namespace.
+
+    stdio by default (the MCP client starts this command); --http serves streamable HTTP at /mcp."""
     from ..engine import guard
     from ..errors import ConfigError, InvalidInputError
 
