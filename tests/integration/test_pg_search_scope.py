@@ -201,3 +201,37 @@ def test_a_bulk_write_into_a_table_without_statistics_analyzes_it(pg_dsn: str) -
         assert not ix.analyze_after_bulk(1000)  # once per handle
     finally:
         ix.close()
+
+
+
+
+@pytest.mark.parametrize("told", [True, False])
+def test_keyword_candidates_a_cache_answered_come_with_the_nearest_rows(pg_dsn: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       told: bool) -> None:
+    """Keyword candidates answered from the cache were not read by the index's keyword search, which
+    notes its candidates for the nearest-rows statement: the cache tells the scope instead
+    (``CachedIndex._expect`` → ``expect_rows``), so when the vector side is not cached (another query
+    vector) the candidates' rows still come with the nearest rows and the search's ``get`` sends no
+    statement. Untold (the second case), that ``get`` reads the keyword-only rows on its own."""
+    from memfold.cache.index import CachedIndex
+
+    if not told:
+        monkeypatch.setattr(CachedIndex, "_expect", lambda self, user_id, found: None)
+    with _mem(tmp_path / "ws", pg_dsn, cache="memory") as mem:
+        mem.add([{"role": "user", "content": f} for f in FACTS], "u", infer=False)
+        index = mem.index
+        terms, q = ["lighthouse", "monday"], mem.embedder.embed(["who sold the bicycle"])[0]
+        with index.search_scope("u"):
+            index.keyword_search("u", terms, 20)  # kept by the cache
+        with pytest.MonkeyPatch.context() as mp:
+            sent = record_statements(mp)
+            with index.search_scope("u"):
+                kw = index.keyword_search("u", terms, 20)  # from the cache
+                vec = index.inner.vector_search("u", q, 20)  # not cached: the nearest-rows statement
+                rows = index.get("u", list(dict.fromkeys([m for m, _ in kw] + [m for m, _ in vec])))
+        assert kw and vec and {m for m, _ in kw} - {m for m, _ in vec}  # some rows only the keyword side found
+        assert {r.id for r in rows} == {m for m, _ in kw} | {m for m, _ in vec}
+        row_reads = [s for s in sent if "FROM memory_rows" in s and "<=>" not in s]
+        assert sum("<=>" in s for s in sent) == 1
+        assert (row_reads == []) is told, sent
