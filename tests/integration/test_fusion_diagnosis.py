@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from memfold.eval.harness import eval_memory
 from memfold.eval.longmemeval import ingest_longmemeval
@@ -106,10 +109,17 @@ def test_best_cover_picks_the_memory_holding_most_gold() -> None:
     assert diag.best_cover(["x"], sources, ("g1",), 5) == (set(), True)
 
 
+@contextmanager
+def _longmemeval_memory(path: Path) -> Iterator[tuple[Any, list[Any]]]:
+    """A LongMemEval file ingested into a fresh eval memory (hashed vectors, no relevance floor)."""
+    with eval_memory(None, embedder=HashEmbedder(), policy={"min_score": 0.0}) as mem:
+        probes, _, _ = ingest_longmemeval(mem, path, infer=False)
+        yield mem, probes
+
+
 def test_longmemeval_is_scored_all_or_nothing(tmp_path: Path) -> None:
     diag = _diag()
-    with eval_memory(None, embedder=HashEmbedder(), policy={"min_score": 0.0}) as mem:
-        probes, _, _ = ingest_longmemeval(mem, lme_file(tmp_path), infer=False)
+    with _longmemeval_memory(lme_file(tmp_path)) as (mem, probes):
         at1 = diag.diagnose(mem, probes, 1, "all")
         at2 = diag.diagnose(mem, probes, 2, "all")
     # q1 has one gold turn, q2 two: one memory cannot hold both, so q2 scores 0 at k = 1, not 0.5
@@ -145,8 +155,7 @@ def _two_way_file(tmp_path: Path) -> Path:
 
 def test_search_sweep_moves_the_real_search_and_restores_the_policy(tmp_path: Path) -> None:
     diag = _diag()
-    with eval_memory(None, embedder=HashEmbedder(), policy={"min_score": 0.0}) as mem:
-        probes, _, _ = ingest_longmemeval(mem, _two_way_file(tmp_path), infer=False)
+    with _longmemeval_memory(_two_way_file(tmp_path)) as (mem, probes):
         sweep = diag.search_sweep(mem, probes, 1, "all")
         report = diag.diagnose(mem, probes, 1, "all")
         assert mem.policy("default").fusion_keyword_weight == 0.5 and mem.policy("default").min_score == 0.0
