@@ -13,7 +13,7 @@ mem0 is not a dependency of memfold; run this in an environment that has both:
     MEM0_TELEMETRY=false /tmp/mem0venv/bin/python benchmarks/mem0_compare.py --n 2000 5000 10000 --out mem0.json
 
 ``--floor`` asks a fourth contender in the same rotation: memfold on the same store with every
-optional stage of its search off (``FLOOR_POLICY``: keyword feedback, speaker mask and bonus,
+optional stage of its search off (``search_floor.FLOOR_POLICY``: keyword feedback, speaker mask and bonus,
 question penalty, time cues, relevance floor) and no query-result cache: what the hybrid search
 itself costs (two candidate lists, fusion, the candidates' rows, rescoring), beside mem0's
 vector-only search.
@@ -37,16 +37,14 @@ os.environ.setdefault("OPENAI_API_KEY", "unused-with-infer-false")  # mem0 build
 
 from dataclasses import replace  # noqa: E402
 
+from search_floor import FLOOR_POLICY  # noqa: E402  (beside this script: the floor's policy)
+
 from memfold import Memory  # noqa: E402
 from memfold.config import CacheSettings, load_settings  # noqa: E402
 from memfold.eval.bench import percentiles, synthetic_queries, synthetic_texts  # noqa: E402
 from memfold.providers.embedder import UseEmbedder, embed_query  # noqa: E402
 
 BATCH = 1000
-# ``--floor``: the search with every optional ranking stage off (each a policy key; 0 = off)
-FLOOR_POLICY = {"keyword_feedback_weight": 0.0, "query_speaker_mask": 0.0, "score_bonus_speaker": 0.0,
-                "score_penalty_question": 0.0, "score_bonus_time": 0.0, "min_score": 0.0,
-                "query_last_line_weight": 0.0}
 
 
 class SameEmbedder:

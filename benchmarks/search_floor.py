@@ -1,9 +1,9 @@
 """What each optional stage of a search costs, in one process: memfold's defaults, then the keyword
-feedback off, then the speaker mask off too, then every optional stage off (``FLOOR_POLICY`` of
-``mem0_compare.py``), each asked every query in turn on the same store (distinct queries, the model
-run between two searches as in ``mem0_compare.py``). Printed: the thread's CPU per search after the
-embedding (the embedding alone is timed beside them). Run it once with the cache on (the default)
-and once with ``MEMFOLD_CACHE__BACKEND=off``.
+feedback off, then the speaker mask off too, then every optional stage off (``FLOOR_POLICY``, which
+``mem0_compare.py --floor`` uses too), each asked every query in turn on the same store (distinct
+queries, the model run between two searches as in ``mem0_compare.py``). Printed: the thread's CPU
+per search after the embedding (the embedding alone is timed beside them). Run it once with the
+cache on (the default) and once with ``MEMFOLD_CACHE__BACKEND=off``.
 
     python benchmarks/search_floor.py --root /tmp/sf-2k --n 2000 --queries 2000
 """
@@ -17,12 +17,15 @@ import statistics
 import time
 from pathlib import Path
 
-from mem0_compare import FLOOR_POLICY
-
 from memfold import Memory
 from memfold.eval.bench import synthetic_queries, synthetic_texts
 from memfold.providers.embedder import UseEmbedder, embed_query
 
+# the search with every optional ranking stage off (each a policy key; 0 = off): what is left is the
+# hybrid search itself (also ``mem0_compare.py --floor``)
+FLOOR_POLICY = {"keyword_feedback_weight": 0.0, "query_speaker_mask": 0.0, "score_bonus_speaker": 0.0,
+                "score_penalty_question": 0.0, "score_bonus_time": 0.0, "min_score": 0.0,
+                "query_last_line_weight": 0.0}
 VARIANTS = {"defaults": {}, "feedback off": {"keyword_feedback_weight": 0.0},
             "feedback and speaker mask off": {"keyword_feedback_weight": 0.0, "query_speaker_mask": 0.0},
             "every optional stage off": FLOOR_POLICY}
