@@ -14,11 +14,9 @@ What stays is listed in the README ("Deleted means deleted")."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 
 from ..models import HistoryEntry, MemoryRecord, utcnow
-from . import records as rec
 from .store import UserStore
 
 log = logging.getLogger("memfold")
@@ -56,27 +54,9 @@ def purge(store: UserStore, removed: Sequence[MemoryRecord]) -> list[MemoryRecor
             index.append_history([HistoryEntry(r.id, user, "delete", utcnow(), None, None,
                                                {"by": "purge", "superseded_by": r.superseded_by}) for r in older])
         texts = sorted({r.content for r in gone.values() if r.content.strip()}, key=len, reverse=True)
-        unquoted = _unquote_contexts(store, [r for r in index.quoting(user, texts) if r.id not in gone], texts)
+        unquoted = store.unquote_contexts(texts, skip=set(gone))
         entries = index.forget_text(user, list(gone), texts)
         rewritten, dropped = store.space.purge_backups(set(gone), texts)
     log.info("purged %d memories of %s (%d older versions): %d history entries, %d contexts, "
              "%d backups rewritten, %d deleted", len(removed), user, len(older), entries, unquoted, rewritten, dropped)
     return older
-
-
-def _unquote_contexts(store: UserStore, rows: Sequence[MemoryRecord], texts: Sequence[str]) -> int:
-    """Re-index rows whose context (an episodic turn's previous turn) quotes a removed text, without it."""
-    # a turn's context is "<day> [<name>: ]<previous turn>\n<speaker>": the text must be the whole previous turn
-    quoted = [re.compile(r"(^|\s|: )" + re.escape(t) + r"(?=\n|$)") for t in texts]
-    changed = []
-    for r in rows:
-        ctx = r.context
-        for q in quoted:
-            ctx = q.sub(lambda m: m.group(1), ctx)
-        ctx = "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip() for line in ctx.split("\n")).strip()
-        if ctx != r.context:
-            changed.append(r.with_(context=ctx))
-    if changed:
-        vectors = store.embedder.embed([rec.embed_text(r) for r in changed])
-        store.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(changed)])
-    return len(changed)

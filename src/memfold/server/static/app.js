@@ -38,7 +38,7 @@ const T = {
     no_pins: "还没有代理置顶的记忆。", signed_in_as: "已登录", loading: "加载中…",
     bad_key: "密钥被拒绝：",
     no_auth_hint: "此服务器不检查密钥（<code>--no-auth</code>）：密钥留空，填写命名空间后登录。",
-    types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记" },
+    types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记", turn: "对话" },
   },
 };
 
@@ -48,6 +48,8 @@ const S = { key: sessionStorage.getItem("mf_key") || "", ns: sessionStorage.getI
             query: "" };
 const t = (k) => (T[S.lang] && T[S.lang][k]) || T.en[k] || k;
 const typeName = (x) => T[S.lang].types[x] || x;
+// what a result is: "turn" for a conversation turn, else its memory type (the API sends it as "kind")
+const kindOf = (r) => r.kind || (r.file === "" ? "turn" : r.memory_type);
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -142,7 +144,7 @@ function groupOf(r) {
 function memItem(r, score) {
   const text = el("div", { class: "text" }, r.content);
   const meta = el("div", { class: "meta" },
-    el("span", { class: "badge " + r.memory_type }, typeName(r.memory_type)),
+    el("span", { class: "badge " + kindOf(r) }, typeName(kindOf(r))),
     el("span", {}, `${t("importance")} ${r.importance.toFixed(2)}`),
     el("span", {}, r.updated_at.slice(0, 10)),
     score !== undefined ? el("span", {}, `score ${score.toFixed(3)}`) : null,

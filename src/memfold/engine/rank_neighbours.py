@@ -1,0 +1,112 @@
+"""The neighbour signal of the read path: a turn is indexed with the turn before it (its context:
+``<day> <previous turn>\\n<speaker>``), whose words help find it (an answer is found by the
+question it answers) but must not steer the ranking.
+
+- On the keyword side the query terms a turn holds only in its neighbour's words count
+  ``neighbour_weight`` of a term of its own (0: not at all, 1: as its own words).
+- A turn that holds the query's words only in its neighbour's words (*borrowed*) never ranks
+  above a result whose own words hold some of them: it moves below the last such result.
+- The relevance floor judges a borrowed-only turn by ``neighbour_weight`` of what it would
+  otherwise earn: a turn found only by what was said before it is not shown for a short query
+  that another result answers itself.
+
+A turn's own words are its text, its day and its speaker; the date in words and the speaker's
+name are the turn's own (they say when and who), only the previous turn is borrowed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from functools import lru_cache
+
+from ..models import EPISODIC, MemoryRecord
+from ..text.terms import terms
+from .relevance import cosine_part
+
+# the day that starts a turn's context: "2023-05-08 May 2023" (the ISO day and the month in words)
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}(?: [^\W\d_]+ \d{4})?(?: |$)")
+_SPEAKER = re.compile(r"^[^\s:][^:\n]{0,80}:$")  # "Name:" alone: who speaks, not a previous turn
+
+
+def split_context(context: str) -> tuple[str, str]:
+    """(the turn's own part of its context: day and speaker, the neighbour's words)."""
+    lines = context.split("\n")
+    head = lines[0]
+    day = _DAY.match(head)
+    own = head[: day.end()] if day else ""
+    rest = head[day.end():] if day else head
+    if len(lines) == 1 and _SPEAKER.match(rest.strip()):
+        return (own + " " + rest).strip(), ""
+    return (own + " " + " ".join(lines[1:])).strip(), rest.strip()
+
+
+@lru_cache(maxsize=8192)
+def own_and_borrowed(content: str, context: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The terms of a record's own words, and the terms only its neighbour's words hold (kept for
+    the texts of recent searches: a conversation's candidates come back query after query)."""
+    own_ctx, neighbour = split_context(context) if context else ("", "")
+    own = frozenset(terms(content)) | frozenset(terms(own_ctx) if own_ctx else ())
+    return own, (frozenset(terms(neighbour)) - own if neighbour else frozenset())
+
+
+def counts(r: MemoryRecord, qterms: Collection[str]) -> tuple[int, int]:
+    """(query terms in the record's own words, query terms only in its neighbour's words)."""
+    if not qterms:
+        return 0, 0
+    own, borrowed = own_and_borrowed(r.content, r.context if r.file == EPISODIC else "")
+    q = qterms if isinstance(qterms, (set, frozenset)) else set(qterms)
+    return len(own & q), len(borrowed & q)
+
+
+def keyword_share(r: MemoryRecord, qterms: Collection[str], weight: float) -> float:
+    """The share of a candidate's keyword part it keeps: 1 for a record whose matches are its own,
+    less for a turn matched through its neighbour's words (1 when ``weight`` is 1)."""
+    if weight >= 1.0 or r.file != EPISODIC or not r.context:
+        return 1.0
+    o, b = counts(r, qterms)
+    return 1.0 if b == 0 else (o + weight * b) / (o + b)
+
+
+def borrowed_only(r: MemoryRecord, qterms: Collection[str]) -> bool:
+    """A turn that holds query terms only in its neighbour's words."""
+    if r.file != EPISODIC or not r.context:
+        return False
+    o, b = counts(r, qterms)
+    return o == 0 and b > 0
+
+
+def own_words_first(records: list[MemoryRecord], qterms: Collection[str]) -> list[int]:
+    """The order (positions into ``records``, ranked best first) in which no borrowed-only turn
+    stands above a record whose own words hold a query term; otherwise the ranking is kept."""
+    if not qterms:
+        return list(range(len(records)))
+    last_own = -1
+    moved: list[int] = []
+    for i, r in enumerate(records):
+        if counts(r, qterms)[0] > 0:
+            last_own = i
+    if last_own < 0:
+        return list(range(len(records)))
+    order: list[int] = []
+    for i, r in enumerate(records):
+        if i < last_own and borrowed_only(r, qterms):
+            moved.append(i)
+            continue
+        order.append(i)
+        if i == last_own:
+            order.extend(moved)
+    return order
+
+
+def turn_relevance(r: MemoryRecord, cosine: float, qterms: Collection[str], weight: float) -> float | None:
+    """The calibrated relevance of a turn that has a neighbour's words (None for any other record:
+    ``relevance.relevance`` applies): its own query terms count fully, borrowed ones ``weight``, and
+    the cosine part of a borrowed-only turn (its vector carries the neighbour too) ``weight``."""
+    if weight >= 1.0 or r.file != EPISODIC or not r.context:
+        return None
+    o, b = counts(r, qterms)
+    if b == 0:
+        return None
+    q = len(set(qterms))
+    cos = cosine_part(cosine, q)
+    return max(cos * (weight if o == 0 else 1.0), (o + weight * b) / (q + 1))
