@@ -41,7 +41,6 @@ class Policy:
     query_speaker_mask: float = 1.0  # > 0: speakers the query names masked on the vector side (rank_speakers.py); cross-validated
     word_match_weight: float = 0.0  # soft word match by static word vectors (rank_wordvec.py, extra [wordvec]); 0 = off
     session_key_weight: float = 0.0  # session keys (engine/rank_sessions.py), measured and left off (docs/benchmarks.md)
-    neighbour_weight: float = 0.25  # query words only the previous turn holds (engine/rank_neighbours.py); 1 = own
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
@@ -93,7 +92,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "score_bonus_time": (0.0, 1.0),
     "query_last_line_weight": (0.0, 4.0),
     "min_score": (0.0, 1.0),
-    "neighbour_weight": (0.0, 1.0),
     "keyword_feedback_weight": (0.0, 2.0),
     "query_speaker_mask": (0.0, 1.0),
     "session_key_weight": (0.0, 1.0),

@@ -2,13 +2,13 @@
 ``<day> <previous turn>\\n<speaker>``), whose words help find it (an answer is found by the
 question it answers) but must not steer the ranking.
 
-- On the keyword side the query terms a turn holds only in its neighbour's words count
-  ``neighbour_weight`` of a term of its own (0: not at all, 1: as its own words).
+- The neighbour's words are searched with the turn's own (keywords and vector): they find it.
 - A turn that holds the query's words only in its neighbour's words (*borrowed*) never ranks
   above a result whose own words hold some of them: it moves below the last such result.
-- The relevance floor judges a borrowed-only turn by ``neighbour_weight`` of what it would
-  otherwise earn: a turn found only by what was said before it is not shown for a short query
-  that another result answers itself.
+- The relevance floor counts the turn's own query words fully and its neighbour's at
+  ``NEIGHBOUR_WEIGHT``, and a borrowed-only turn's cosine (its vector carries the neighbour too)
+  at ``NEIGHBOUR_WEIGHT``: a turn found only by what was said before it is not shown for a short
+  query about something the turn itself does not say.
 
 A turn's own words are its text, its day and its speaker; the date in words and the speaker's
 name are the turn's own (they say when and who), only the previous turn is borrowed."""
@@ -25,6 +25,9 @@ from .relevance import cosine_part
 
 # the day that starts a turn's context: "2023-05-08 May 2023" (the ISO day and the month in words)
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}(?: [^\W\d_]+ \d{4})?(?: |$)")
+# what the relevance floor counts of a query word only the previous turn holds, against one of the
+# turn's own: one borrowed word of a short query stays below the default floor
+NEIGHBOUR_WEIGHT = 0.25
 _SPEAKER = re.compile(r"^[^\s:][^:\n]{0,80}:$")  # "Name:" alone: who speaks, not a previous turn
 
 
@@ -33,11 +36,11 @@ def split_context(context: str) -> tuple[str, str]:
     lines = context.split("\n")
     head = lines[0]
     day = _DAY.match(head)
-    own = head[: day.end()] if day else ""
-    rest = head[day.end():] if day else head
-    if len(lines) == 1 and _SPEAKER.match(rest.strip()):
-        return (own + " " + rest).strip(), ""
-    return (own + " " + " ".join(lines[1:])).strip(), rest.strip()
+    own = head[: day.end()].strip() if day else ""
+    rest = (head[day.end():] if day else head).strip()
+    if len(lines) == 1 and _SPEAKER.match(rest):
+        return " ".join(p for p in (own, rest) if p), ""
+    return " ".join(p for p in (own, *(ln.strip() for ln in lines[1:])) if p), rest
 
 
 @lru_cache(maxsize=8192)
@@ -56,15 +59,6 @@ def counts(r: MemoryRecord, qterms: Collection[str]) -> tuple[int, int]:
     own, borrowed = own_and_borrowed(r.content, r.context if r.file == EPISODIC else "")
     q = qterms if isinstance(qterms, (set, frozenset)) else set(qterms)
     return len(own & q), len(borrowed & q)
-
-
-def keyword_share(r: MemoryRecord, qterms: Collection[str], weight: float) -> float:
-    """The share of a candidate's keyword part it keeps: 1 for a record whose matches are its own,
-    less for a turn matched through its neighbour's words (1 when ``weight`` is 1)."""
-    if weight >= 1.0 or r.file != EPISODIC or not r.context:
-        return 1.0
-    o, b = counts(r, qterms)
-    return 1.0 if b == 0 else (o + weight * b) / (o + b)
 
 
 def borrowed_only(r: MemoryRecord, qterms: Collection[str]) -> bool:

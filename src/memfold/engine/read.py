@@ -30,7 +30,7 @@ from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
-from .rank_neighbours import keyword_share, own_words_first, turn_relevance
+from .rank_neighbours import NEIGHBOUR_WEIGHT, own_words_first, turn_relevance
 from .rank_sessions import session_lift
 from .rank_speakers import may_name_someone, vector_side_query
 from .rank_wordvec import with_word_match
@@ -89,6 +89,7 @@ def collapse_turn_copies(hits: list[SearchHit], absorbed: dict[str, list[MemoryR
     shared source id and the same words): the memory stays, at the better of the two places,
     carrying both records' source ids. Near-identical texts (the same words, case and punctuation
     aside) count once: the better placed stays, and a memory stands for a turn with its words.
+    Archived records (``include_archived``) are shown as they are.
     ``hits`` best first; the order is kept. ``absorbed`` (filled when given): the id of each kept
     hit -> the records it now stands for (the relevance floor judges it by the best of them: a
     turn may hold the query's words that its extract left out)."""
@@ -110,6 +111,8 @@ def collapse_turn_copies(hits: list[SearchHit], absorbed: dict[str, list[MemoryR
         r = h.record
         keeper: SearchHit | None = None
         carry = False
+        if not r.is_active:  # an archived record found on purpose (looking back) shows its own words
+            continue
         if r.file == EPISODIC:
             keeper = by_key.get(r.turn_key) if r.turn_key is not None else None
             if keeper is None and r.source_ids:  # memories stored before turns had keys
@@ -315,10 +318,6 @@ class Retriever:
             if not include_episodic and r.file == EPISODIC:
                 continue
             sim += adjustment(r, qset, pol) + cue_bonus(r, cues, pol)
-            share = keyword_share(r, qset, pol.neighbour_weight) if kpart > 0 else 1.0
-            if share < 1.0:  # query words only the previous turn holds count part of one of its own
-                sim -= pol.fusion_keyword_weight * kpart * (1.0 - share)
-                kpart *= share
             hits.append(_hit(r, score(r, sim), sim, kpart, vpart))
         if slot is not None:  # scored again by the next search of the same words at this counter
             prep = Prepared(pol, now.date(), [(h.record, h.similarity, h.keyword_score, h.vector_score) for h in hits],
@@ -345,8 +344,7 @@ class Retriever:
                 pool: list[SearchHit] | None = None) -> list[SearchHit]:
         """Scored candidates sorted, collapsed and cut at the relevance floor; their accesses recorded."""
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
-        if pol.neighbour_weight < 1.0:
-            hits = _own_words_first(hits, qset)
+        hits = _own_words_first(hits, qset)
         absorbed: dict[str, list[MemoryRecord]] = {}
         hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
         if pool is not None:  # the caller's own records (the candidates' rows are shared with the record cache)
@@ -361,7 +359,7 @@ class Retriever:
                 prep.held.update({i: got.get(i, -1) for i in ask})  # -1: the index did not know it
             held = {i: prep.held[i] for i in judged if prep.held[i] >= 0}
         hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score, held, absorbed,
-                                 pol.neighbour_weight)
+                                 NEIGHBOUR_WEIGHT)
         if slot is not None and prep is not None:
             keep = getattr(store.index, "keep_prepared", None)
             if callable(keep):
