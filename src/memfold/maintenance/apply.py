@@ -147,7 +147,8 @@ def _write_index(store: UserStore, changes: Changes, vectors, job: str) -> None:
 def _append_archive(store: UserStore, lines: list[str]) -> None:
     """Add lines under today's heading of the user's archive.md (a plain file for people to read)."""
     path = store.space.dir / ARCHIVE_FILE
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Archive\n"
+    lang = store.space.language
+    old = path.read_text(encoding="utf-8") if path.exists() else md.ARCHIVE_TITLE.get(lang, md.ARCHIVE_TITLE["en"])
     day = datetime.now(timezone.utc).date().isoformat()
     block = f"\n## {day}\n\n" + "\n".join(lines) + "\n"
     try:

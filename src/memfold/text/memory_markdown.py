@@ -346,5 +346,26 @@ def replace_entry(text: str, entry: Entry, new_lines: list[str]) -> str:
     return "\n".join(lines[: entry.start] + new_lines + lines[entry.end :])
 
 
+ARCHIVE_TITLE = {"zh": "# 归档\n", "en": "# Archive\n"}  # archive.md: finished todos, for people to read
+_ARCHIVE_WHY = {"zh": {"completed": "已完成", "expired": "已过期 {day}"},
+                "en": {"completed": "completed", "expired": "expired {day}"}}
+
+
+def archive_why(why: str, lang: str = "en") -> str:
+    """Why a todo left MEMORY.md in the user's language: ``completed`` or ``expired YYYY-MM-DD``
+    (the tidy job's words) as 已完成 / 已过期 YYYY-MM-DD for a Chinese memory."""
+    words = _ARCHIVE_WHY.get(lang, _ARCHIVE_WHY["en"])
+    kind, _, day = why.partition(" ")
+    return words[kind].format(day=day) if kind in words else why
+
+
+def archive_line(date: str, content: str, entry_id: str, why: str, lang: str = "en") -> str:
+    """One line of archive.md (the id comment lets a later delete take its words out too)."""
+    text = " ".join(content.split())
+    if lang == "zh":
+        return f"- {date}：{text}（{archive_why(why, lang)}） <!-- mf:{entry_id} -->"
+    return f"- {date}: {text} ({archive_why(why, lang)}) <!-- mf:{entry_id} -->"
+
+
 def daily_header(date: str) -> str:
     return f"# {date}\n\n"
