@@ -21,7 +21,7 @@ from ..engine.memory import Memory
 from ..errors import ConfigError
 from . import errors, plugins
 from .auth import KeyCheck
-from .background import maintenance_task, metrics_route
+from .background import maintenance_task, metrics_file, metrics_route
 from .errors import error_body
 from .keys import KeyStore
 from .routes import memories, sessions, system, tools
@@ -30,6 +30,7 @@ log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
 plugins.on_startup(maintenance_task)  # built in: background maintenance
 plugins.add_routes(metrics_route)  # built in: GET /metrics
+plugins.on_startup(metrics_file)  # built in: the metrics for `memfold stats --metrics` of the workspace
 ENV_NO_AUTH = "MEMFOLD_SERVE_NO_AUTH"  # set by `memfold serve --no-auth` for its workers
 
 
