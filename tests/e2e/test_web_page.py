@@ -389,6 +389,7 @@ def test_stats_read_as_sentences_in_the_pages_language(root: Path, embedder, llm
         llm_row = stats_rows(browser)["LLM"]
         assert llm_row.startswith("1 call, 0 failed, 1,234 tokens"), llm_row
         assert "model scripted-model" in llm_row and "1,200 prompt, 34 completion" in llm_row
+        assert stats_rows(browser)["Memories"].endswith("1 of them a conversation turn")
         assert "adding memories: 1 call, 1,234 tokens" in llm_row
         shots(browser, "stats-llm-en")
         by_id("lang").click()

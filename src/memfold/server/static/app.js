@@ -23,7 +23,7 @@ const T = {
     no_pins: "No agent has pinned memories yet.", signed_in_as: "signed in", loading: "Loading…",
     bad_key: "This key was refused: ",
     no_auth_hint: "This server checks no key (<code>--no-auth</code>): leave the key empty, name a namespace and sign in.",
-    st_namespace: "Namespace", st_memories: "Memories", st_active: "{n} active", st_turns: "{n} of them conversation turns",
+    st_namespace: "Namespace", st_memories: "Memories", st_active: "{n} active", st_turns: "{n} of them conversation turns", st_turns_one: "1 of them a conversation turn",
     st_archived: "{n} archived", st_by_type: "By type", st_none: "none", st_importance: "Average importance",
     st_memory_md: "MEMORY.md", st_chars: "{n} characters", st_backups: "{n} backups", st_files: "Memory files",
     st_search: "Search", st_embedder: "embedder {x}", st_index: "index {x}", st_llm: "LLM", st_model: "model {x}",
@@ -54,7 +54,7 @@ const T = {
     no_pins: "还没有代理置顶的记忆。", signed_in_as: "已登录", loading: "加载中…",
     bad_key: "密钥被拒绝：",
     no_auth_hint: "此服务器不检查密钥（<code>--no-auth</code>）：密钥留空，填写命名空间后登录。",
-    st_namespace: "命名空间", st_memories: "记忆", st_active: "{n} 条有效", st_turns: "其中 {n} 条是对话原文",
+    st_namespace: "命名空间", st_memories: "记忆", st_active: "{n} 条有效", st_turns: "其中 {n} 条是对话原文", st_turns_one: "其中 1 条是对话原文",
     st_archived: "{n} 条已归档", st_by_type: "按类型", st_none: "无", st_importance: "平均重要性",
     st_memory_md: "MEMORY.md", st_chars: "{n} 个字符", st_backups: "{n} 个备份", st_files: "记忆文件",
     st_search: "检索", st_embedder: "向量模型 {x}", st_index: "索引 {x}", st_llm: "大模型", st_model: "模型 {x}",
@@ -374,7 +374,7 @@ async function loadStats() {
   const dl = el("dl", { class: "stats-grid", id: "stats-list" });
   stat(dl, t("st_namespace"), s.user_id);
   stat(dl, t("st_memories"), `${t("st_active", { n: num(s.active) })} · ${t("st_archived", { n: num(s.archived) })}`,
-    s.episodic ? t("st_turns", { n: num(s.episodic) }) : null);
+    s.episodic ? t(s.episodic === 1 ? "st_turns_one" : "st_turns", { n: num(s.episodic) }) : null);
   const types = Object.entries(s.by_type || {}).sort((a, b) => TYPE_ORDER.indexOf(a[0]) - TYPE_ORDER.indexOf(b[0]));
   const byType = el("span", {});  // "preference 3 · fact 4": a type and its count stay on one line
   types.forEach(([k, n], i) => byType.append(i ? " · " : "", el("span", { class: "nowrap" }, `${typeName(k)} ${num(n)}`)));
