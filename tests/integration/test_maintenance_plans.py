@@ -100,3 +100,19 @@ def test_a_chinese_users_archive_is_written_in_chinese(mem: Memory, root: Path):
     mem.maintain("amy", jobs=["tidy"])
     archive = (root / "amy" / "archive.md").read_text(encoding="utf-8")
     assert archive.startswith("# Archive\n") and "Buy a birthday present for Anna (completed)" in archive
+
+
+def test_an_english_archive_of_a_chinese_user_is_reworded_at_the_next_tidy(mem: Memory, root: Path):
+    mem.init("li", "zh")
+    (root / "li" / "archive.md").write_text(  # written in English by an earlier version
+        "# Archive\n\n## 2026-01-05\n\n- 2026-01-02: [x] 交房租 (completed) <!-- mf:abcd1234efgh -->\n"
+        "- 2025-12-01: 在2026-01-01之前续签合同 (expired 2026-01-01) <!-- mf:ijkl5678mnop -->\n"
+        "- 我自己写的一行 (completed)\n", encoding="utf-8")
+    mem.add("[x] 给妈妈买生日礼物", "li", memory_type="todo")
+    mem.maintain("li", jobs=["tidy"])
+    archive = (root / "li" / "archive.md").read_text(encoding="utf-8")
+    assert archive.startswith("# 归档\n") and "# Archive" not in archive
+    assert "- 2026-01-02：[x] 交房租（已完成） <!-- mf:abcd1234efgh -->" in archive
+    assert "- 2025-12-01：在2026-01-01之前续签合同（已过期 2026-01-01） <!-- mf:ijkl5678mnop -->" in archive
+    assert "- 我自己写的一行 (completed)" in archive  # a line a person wrote stays as written
+    assert "给妈妈买生日礼物（已完成）" in archive

@@ -148,7 +148,8 @@ def _append_archive(store: UserStore, lines: list[str]) -> None:
     """Add lines under today's heading of the user's archive.md (a plain file for people to read)."""
     path = store.space.dir / ARCHIVE_FILE
     lang = store.space.language
-    old = path.read_text(encoding="utf-8") if path.exists() else md.ARCHIVE_TITLE.get(lang, md.ARCHIVE_TITLE["en"])
+    old = md.archive_in(path.read_text(encoding="utf-8"), lang) if path.exists() \
+        else md.ARCHIVE_TITLE.get(lang, md.ARCHIVE_TITLE["en"])
     day = datetime.now(timezone.utc).date().isoformat()
     block = f"\n## {day}\n\n" + "\n".join(lines) + "\n"
     try:

@@ -359,6 +359,30 @@ def archive_why(why: str, lang: str = "en") -> str:
     return words[kind].format(day=day) if kind in words else why
 
 
+_ARCHIVE_LINE = {"en": re.compile(r"^- (\d{4}-\d{2}-\d{2}): (.*) \((completed|expired \d{4}-\d{2}-\d{2})\) "
+                                   r"<!-- mf:([A-Za-z0-9_-]{4,40}) -->$"),
+                 "zh": re.compile(r"^- (\d{4}-\d{2}-\d{2})：(.*)（(已完成|已过期 \d{4}-\d{2}-\d{2})） "
+                                   r"<!-- mf:([A-Za-z0-9_-]{4,40}) -->$")}
+_WHY_BACK = {"已完成": "completed", "已过期": "expired"}
+
+
+def archive_in(text: str, lang: str) -> str:
+    """An archive.md written by memfold in the other language, retitled and its lines reworded in
+    ``lang`` (lines a person wrote or changed stay as they are)."""
+    other = "en" if lang == "zh" else "zh"
+    if lang not in ARCHIVE_TITLE or not text.startswith(ARCHIVE_TITLE[other]):
+        return text
+    lines = text.split("\n")
+    lines[0] = ARCHIVE_TITLE[lang].rstrip("\n")
+    for i, line in enumerate(lines):
+        m = _ARCHIVE_LINE[other].match(line)
+        if m:
+            kind, _, day = m.group(3).partition(" ")
+            why = _WHY_BACK.get(kind, kind) + (f" {day}" if day else "")
+            lines[i] = archive_line(m.group(1), m.group(2), m.group(4), why, lang)
+    return "\n".join(lines)
+
+
 def archive_line(date: str, content: str, entry_id: str, why: str, lang: str = "en") -> str:
     """One line of archive.md (the id comment lets a later delete take its words out too)."""
     text = " ".join(content.split())
