@@ -29,8 +29,8 @@ from .routes import memories, sessions, system, tools
 log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
 plugins.on_startup(maintenance_task)  # built in: background maintenance
+plugins.on_startup(metrics_file)  # built in: this worker's metrics for `memfold stats --metrics` from a shell
 plugins.add_routes(metrics_route)  # built in: GET /metrics
-plugins.on_startup(metrics_file)  # built in: the metrics for `memfold stats --metrics` of the workspace
 ENV_NO_AUTH = "MEMFOLD_SERVE_NO_AUTH"  # set by `memfold serve --no-auth` for its workers
 
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from ..maintenance.schedule import Scheduler
 from ..metrics import exposition
-from ..metrics.shared import Publisher
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -38,6 +37,8 @@ def maintenance_task(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
 def metrics_file(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
     """Write this worker's metrics under the workspace root while it serves (``metrics/shared.py``),
     where ``memfold stats --metrics`` run from a shell finds them; return the stop function."""
+    from ..metrics.shared import Publisher
+
     return Publisher(memory.settings.root, "serve").start().stop
 
 
