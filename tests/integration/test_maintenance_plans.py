@@ -116,3 +116,15 @@ def test_an_english_archive_of_a_chinese_user_is_reworded_at_the_next_tidy(mem: 
     assert "- 2025-12-01：在2026-01-01之前续签合同（已过期 2026-01-01） <!-- mf:ijkl5678mnop -->" in archive
     assert "- 我自己写的一行 (completed)" in archive  # a line a person wrote stays as written
     assert "给妈妈买生日礼物（已完成）" in archive
+
+
+def test_archive_lines_made_in_english_are_written_in_the_users_language(mem: Memory, root: Path):
+    """Whatever closes a todo hands archive.md its line; a Chinese user's file gets it in Chinese."""
+    from memfold.maintenance.apply import _append_archive
+
+    mem.init("li", "zh")
+    todo = mem.add("[x] 交房租", "li", memory_type="todo").added[0]
+    store = mem._store("li")
+    _append_archive(store, [f"- 2026-01-02: {todo.content} (completed) <!-- mf:{todo.id} -->"])
+    archive = (root / "li" / "archive.md").read_text(encoding="utf-8")
+    assert archive.startswith("# 归档\n") and f"- 2026-01-02：[x] 交房租（已完成） <!-- mf:{todo.id} -->" in archive

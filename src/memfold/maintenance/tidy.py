@@ -64,6 +64,11 @@ def todo_finished(r: MemoryRecord, today: date) -> str | None:
     return None
 
 
+def archive_line(r: MemoryRecord, why: str, lang: str = "en") -> str:
+    """The line of archive.md that lists a closed todo and why it was closed, in ``lang``."""
+    return md.archive_line(r.created_at.date().isoformat(), r.content, r.id, why, lang)
+
+
 def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
@@ -175,8 +180,7 @@ def _plan(ctx: JobContext) -> TidyPlan:
             if why:
                 out.todos.append((r.id, why))
                 out.changes.archive.append(Archive(r, reason=f"todo {why}"))
-                out.changes.archive_lines.append(md.archive_line(r.created_at.date().isoformat(), r.content, r.id,
-                                                                 why, ctx.language))
+                out.changes.archive_lines.append(archive_line(r, why, ctx.language))
                 out.shown.append(planned_change("archive", f"todo {why}", [r]))
     leaving = {a.record.id for a in out.changes.archive}
     rest = [r for r in file_rows if r.id not in leaving]

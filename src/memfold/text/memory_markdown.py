@@ -374,13 +374,19 @@ def archive_in(text: str, lang: str) -> str:
         return text
     lines = text.split("\n")
     lines[0] = ARCHIVE_TITLE[lang].rstrip("\n")
-    for i, line in enumerate(lines):
-        m = _ARCHIVE_LINE[other].match(line)
-        if m:
-            kind, _, day = m.group(3).partition(" ")
-            why = _WHY_BACK.get(kind, kind) + (f" {day}" if day else "")
-            lines[i] = archive_line(m.group(1), m.group(2), m.group(4), why, lang)
-    return "\n".join(lines)
+    return "\n".join(archive_line_in(line, lang) for line in lines)
+
+
+def archive_line_in(line: str, lang: str) -> str:
+    """A line of archive.md in memfold's format of the other language, reworded in ``lang``
+    (any other line as it is)."""
+    other = "en" if lang == "zh" else "zh"
+    m = _ARCHIVE_LINE[other].match(line) if lang in ARCHIVE_TITLE else None
+    if not m:
+        return line
+    kind, _, day = m.group(3).partition(" ")
+    why = _WHY_BACK.get(kind, kind) + (f" {day}" if day else "")
+    return archive_line(m.group(1), m.group(2), m.group(4), why, lang)
 
 
 def archive_line(date: str, content: str, entry_id: str, why: str, lang: str = "en") -> str:
