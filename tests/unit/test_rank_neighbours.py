@@ -42,3 +42,10 @@ def test_a_turn_holding_the_words_only_through_its_neighbour_moves_below_the_one
     assert own_words_first([tea, other, kyoto], q) == [1, 2, 0]
     assert own_words_first([kyoto, tea, other], q) == [0, 1, 2]  # already below: unchanged
     assert own_words_first([tea, other], q) == [0, 1]  # nobody says it: the ranking stands
+
+
+def test_one_borrowed_word_of_a_long_question_does_not_make_the_neighbour_decide() -> None:
+    q = set(terms("How many years will I be when my friend Rachel gets married?", query=True))
+    age = turn("a", "I'm 32, so I'm in my 30s", "2022-01-01 January 2022 There are so many options available")
+    assert counts(age, q) == (0, 1) and not borrowed_only(age, q)
+    assert own_words_first([age, memory("b", "Rachel is my friend")], q) == [0, 1]

@@ -3,12 +3,12 @@
 question it answers) but must not steer the ranking.
 
 - The neighbour's words are searched with the turn's own (keywords and vector): they find it.
-- A turn that holds the query's words only in its neighbour's words (*borrowed*) never ranks
-  above a result whose own words hold some of them: it moves below the last such result.
-- The relevance floor counts the turn's own query words fully and its neighbour's at
-  ``NEIGHBOUR_WEIGHT``, and a borrowed-only turn's cosine (its vector carries the neighbour too)
-  at ``NEIGHBOUR_WEIGHT``: a turn found only by what was said before it is not shown for a short
-  query about something the turn itself does not say.
+- A turn *steered* by its neighbour (none of the query's words in its own, at least half of them
+  in its neighbour's) never ranks above a result whose own words hold some of them: it moves
+  below the last such result.
+- The relevance floor counts a steered turn's borrowed words and its cosine (its vector carries
+  the neighbour too) at ``NEIGHBOUR_WEIGHT``: a turn found only by what was said before it is not
+  shown for a short query about something the turn itself does not say.
 
 A turn's own words are its text, its day and its speaker; the date in words and the speaker's
 name are the turn's own (they say when and who), only the previous turn is borrowed."""
@@ -62,15 +62,17 @@ def counts(r: MemoryRecord, qterms: Collection[str]) -> tuple[int, int]:
 
 
 def borrowed_only(r: MemoryRecord, qterms: Collection[str]) -> bool:
-    """A turn that holds query terms only in its neighbour's words."""
+    """A turn steered by its neighbour: it holds none of the query's terms in its own words, and its
+    neighbour's words hold at least half of them (one shared word of a long question does not make
+    the neighbour decide; a short query's only word does)."""
     if r.file != EPISODIC or not r.context:
         return False
     o, b = counts(r, qterms)
-    return o == 0 and b > 0
+    return o == 0 and b > 0 and 2 * b >= len(set(qterms))
 
 
 def own_words_first(records: list[MemoryRecord], qterms: Collection[str]) -> list[int]:
-    """The order (positions into ``records``, ranked best first) in which no borrowed-only turn
+    """The order (positions into ``records``, ranked best first) in which no steered turn
     stands above a record whose own words hold a query term; otherwise the ranking is kept."""
     if not qterms:
         return list(range(len(records)))
@@ -93,14 +95,11 @@ def own_words_first(records: list[MemoryRecord], qterms: Collection[str]) -> lis
 
 
 def turn_relevance(r: MemoryRecord, cosine: float, qterms: Collection[str], weight: float) -> float | None:
-    """The calibrated relevance of a turn that has a neighbour's words (None for any other record:
-    ``relevance.relevance`` applies): its own query terms count fully, borrowed ones ``weight``, and
-    the cosine part of a borrowed-only turn (its vector carries the neighbour too) ``weight``."""
-    if weight >= 1.0 or r.file != EPISODIC or not r.context:
+    """The calibrated relevance of a turn steered by its neighbour (``borrowed_only``; None for any
+    other record: ``relevance.relevance`` applies): its borrowed query terms count ``weight`` of one
+    of its own, and so does its cosine part (its vector carries the neighbour's words too)."""
+    if weight >= 1.0 or not borrowed_only(r, qterms):
         return None
-    o, b = counts(r, qterms)
-    if b == 0:
-        return None
+    _, b = counts(r, qterms)
     q = len(set(qterms))
-    cos = cosine_part(cosine, q)
-    return max(cos * (weight if o == 0 else 1.0), (o + weight * b) / (q + 1))
+    return max(cosine_part(cosine, q) * weight, weight * b / (q + 1))
