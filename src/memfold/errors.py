@@ -27,6 +27,12 @@ class InvalidInputError(MemfoldError):
     """Input that cannot be stored or parsed (bad type, malformed file, path outside the workspace)."""
 
 
+class ArgumentError(InvalidInputError, TypeError):
+    """A call whose arguments are in the wrong places or mix two meanings (a text given where the
+    namespace id goes, ``content`` and ``data`` both given). Also a ``TypeError``, as Python raises
+    for a call that does not fit a function's signature."""
+
+
 class TooLongError(InvalidInputError):
     """A text is longer than its bound (``limits.py``); the message says how long it is and the bound."""
 
@@ -87,6 +93,7 @@ __all__ = [
     "SessionClosedError",
     "SecretRefusedError",
     "InvalidInputError",
+    "ArgumentError",
     "TooLongError",
     "PathRefusedError",
     "TextMatchError",

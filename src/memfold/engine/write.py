@@ -118,7 +118,9 @@ class WritePath:
     def add(self, data: str | Sequence[Any], user_id: str, *, memory_type: str | MemoryType | None = None,
             importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
             structured_data: dict[str, Any] | None = None, infer: bool = True,
-            source_ids: Sequence[str] = ()) -> AddResult:
+            source_ids: Sequence[str] = (), metadata: dict[str, Any] | None = None) -> AddResult:
+        """``metadata``: keys added to the ``structured_data`` of every memory this call stores
+        (turns and what is extracted from them alike)."""
         if importance is not None and not (0.0 <= float(importance) <= 1.0):
             raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
         mtype = MemoryType.parse(memory_type) if memory_type is not None else None
@@ -214,6 +216,9 @@ class WritePath:
                 last = next((m.timestamp for m in reversed(messages) if m.timestamp), None) or now
                 cands.extend(self._llm_candidates(user_id, calls, source, last, mtype, importance, tuple(all_src),
                                                   agent_id, session_id, warnings, refused))
+        if metadata:
+            cands = [Candidate(c.record.with_(structured_data={**c.record.structured_data, **metadata}), c.origin)
+                     for c in cands]
         store = self._store(user_id)
         try:
             added, merged = self._dedupe_and_persist(user_id, cands, calls, warnings) if cands else ([], [])
