@@ -79,6 +79,27 @@ class ToolsRejected(ProviderResponseError):
     """The chat endpoint refused a request with tools (it has no function calling): ask without them."""
 
 
+class ApiError(MemfoldError):
+    """An error answered by a memfold server that has no closer class (``Client``, ``AsyncClient``):
+    ``status`` (HTTP), ``code`` and ``field`` of the server's error body."""
+
+    def __init__(self, message: str, status: int = 0, code: str = "", field: str | None = None):
+        super().__init__(message)
+        self.status, self.code, self.field = status, code, field
+
+
+class AuthenticationError(ApiError):
+    """The server refused the API key (none given, unknown, wrong or revoked): HTTP 401."""
+
+
+class PermissionDeniedError(ApiError):
+    """The API key may not do this (its scope, or another namespace): HTTP 403."""
+
+
+class ServerUnavailableError(ApiError):
+    """The server could not be reached, or answered 503, after the client's retries."""
+
+
 # a public, non-shadowing alias
 MemoryIndexError = IndexError_
 
@@ -105,4 +126,8 @@ __all__ = [
     "ProviderTimeout",
     "ProviderResponseError",
     "ToolsRejected",
+    "ApiError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "ServerUnavailableError",
 ]

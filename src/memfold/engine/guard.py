@@ -94,13 +94,16 @@ def user_arg(value: Any, call: str, text_name: str | None = None) -> str:
     """The namespace id of a call whose second argument is ``user_id``: a sentence given there
     (``update(id, "I like dogs")``) is an ``ArgumentError`` (a ``TypeError``) saying where the
     text goes, never a complaint about an odd user id."""
-    if isinstance(value, str) and (len(value.split()) > 1 or len(value) > 128):
+    try:
+        return check_user_id(value, "user_id")
+    except InvalidInputError:
+        if not (isinstance(value, str) and " " in value.strip()):
+            raise
         where = (f"; to pass the text, name it: {call}(..., {text_name}={_shown(value)})" if text_name
                  else "; pass the namespace as user_id=...")
         raise ArgumentError(f"{call}(): {_shown(value)} was given as user_id (the argument after the "
                             f"{'memory id' if call in ('update', 'delete', 'get', 'history') else 'first one'}), "
-                            f"and a user id has no spaces{where}")
-    return check_user_id(value, "user_id")
+                            f"and a user id has no spaces{where}") from None
 
 
 def number(value: Any, name: str, low: float = 0.0, high: float = 1.0) -> float:

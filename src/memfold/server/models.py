@@ -27,6 +27,7 @@ class AddMemoryRequest(Strict):
     agent_id: str | None = None
     session_id: str | None = None
     structured_data: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = Field(None, description="Keys added to the structured_data of every memory stored")
     infer: bool = True
     note: bool = Field(False, description="Append text to today's daily note instead of MEMORY.md")
 
@@ -36,6 +37,8 @@ class SearchRequest(Strict):
     limit: int | None = Field(None, ge=1, le=1000)
     memory_type: MemoryTypeName | None = None
     include_episodic: bool = True
+    filters: dict[str, Any] | None = Field(None, description='Keep the hits that match, e.g. '
+                                           '{"topic": "travel", "importance": {"gte": 0.7}} (see memfold.filters)')
 
 
 class UpdateMemoryRequest(Strict):

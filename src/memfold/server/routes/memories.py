@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -36,7 +37,8 @@ def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Cal
                 "redacted": []}
     data: Any = body.text if body.text is not None else [x.model_dump() for x in body.messages or []]
     res = mem.add(data, uid, memory_type=body.memory_type, importance=body.importance, agent_id=body.agent_id,
-                  session_id=body.session_id, structured_data=body.structured_data, infer=body.infer)
+                  session_id=body.session_id, structured_data=body.structured_data, infer=body.infer,
+                  metadata=body.metadata)
     return res.to_dict()
 
 
@@ -46,7 +48,7 @@ def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = D
     """Hybrid search (keywords + vectors), Chinese and English."""
     uid = c.user(user_id, "read")
     hits = mem.search(body.query, uid, limit=body.limit, memory_type=body.memory_type,
-                      include_episodic=body.include_episodic)
+                      include_episodic=body.include_episodic, filters=body.filters)
     return [h.to_dict() for h in hits]
 
 
@@ -54,11 +56,18 @@ def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = D
 def list_memories(user_id: str | None = UserQuery, memory_type: m.MemoryTypeName | None = None,
                   include_archived: bool = False, include_episodic: bool = True,
                   limit: int | None = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+                  filters: str | None = Query(None, max_length=20_000,
+                                              description='A JSON object: only the memories that match, e.g. '
+                                              '{"topic": "travel"} (see memfold.filters)'),
                   c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """The namespace's memories, newest first, paged."""
     uid = c.user(user_id, "read")
+    try:
+        where = json.loads(filters) if filters else None
+    except ValueError as exc:
+        raise InvalidInputError(f"filters must be a JSON object: {exc}") from None
     rows = mem.get_all(uid, memory_type=memory_type, include_archived=include_archived,
-                       include_episodic=include_episodic, limit=limit, offset=offset)
+                       include_episodic=include_episodic, limit=limit, offset=offset, filters=where)
     return {"memories": [r.to_dict() for r in rows], "limit": limit, "offset": offset}
 
 
