@@ -160,10 +160,12 @@ class Memory(AgentCalls, Upkeep):
             importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
             structured_data: dict[str, Any] | None = None, infer: bool = True,
             source_ids: Sequence[str] = (), metadata: dict[str, Any] | None = None,
-            run_id: str | None = None) -> AddResult:
+            run_id: str | None = None, dedupe: bool = True) -> AddResult:
         """Store a text (one memory) or a list of chat messages (episodic turns + extracted memories).
         ``metadata``: keys added to the ``structured_data`` of every memory stored (filter on them
-        with ``filters=``); ``run_id``: another name of ``session_id``."""
+        with ``filters=``); ``run_id``: another name of ``session_id``; ``dedupe=False`` stores each
+        memory as it is, even next to a near-duplicate (an application that keeps items apart by
+        their own keys: a near-duplicate would otherwise be folded into the stored one)."""
         user_id = guard.user_arg(user_id, "add")
         metadata = guard.structured_data(metadata, "metadata")
         check_fields(metadata=metadata)
@@ -181,7 +183,7 @@ class Memory(AgentCalls, Upkeep):
         source_ids = guard.id_list(source_ids, "source_ids")
         result = self.writer.add(data, user_id, memory_type=mtype, importance=importance, agent_id=agent_id,
                                  session_id=session_id, structured_data=structured_data, infer=infer,
-                                 source_ids=source_ids, metadata=metadata)
+                                 source_ids=source_ids, metadata=metadata, dedupe=guard.flag(dedupe, "dedupe"))
         if agent_id and result.added:  # SPEC §4.6: pin what the agent saved (raw turns are not pinned)
             self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
         if result.forgotten:  # a forget request in the conversation
