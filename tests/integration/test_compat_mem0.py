@@ -400,3 +400,18 @@ def test_native_update_with_a_text_where_the_user_goes_is_a_type_error(home: Pat
         m.native.update(mid, content="a", data="b")
     assert m.native.update(mid, data="I like dogs").content == "I like dogs"
     m.close()
+
+
+def test_from_config_with_pgvector_uses_the_postgresql_index(tmp_path: Path, pg_dsn: str):
+    """mem0's ``vector_store`` of provider ``pgvector`` becomes memfold's PostgreSQL index; the
+    metadata filtering examples select the same memories there."""
+    m = compat.Memory.from_config({"memfold": {"root": str(tmp_path / "ws")},
+                                   "vector_store": {"provider": "pgvector", "config": {"connection_string": pg_dsn}}})
+    assert m.native.settings.index.backend == "postgres"
+    m.add("Quarterly planning meeting is important", user_id="alice", metadata={"category": "work", "priority": 8})
+    m.add("Buy oolong tea", user_id="alice", metadata={"category": "shopping", "priority": 2})
+    found = m.search("meeting", user_id="alice", filters={"AND": [{"category": "work"}, {"priority": {"gte": 7}}]})
+    assert [i["memory"] for i in found["results"]] == ["Quarterly planning meeting is important"]
+    assert [i["memory"] for i in m.get_all(user_id="alice", filters={"priority": {"lt": 5}})["results"]] == [
+        "Buy oolong tea"]
+    m.close()
