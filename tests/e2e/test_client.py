@@ -207,3 +207,18 @@ def test_the_async_client_under_many_tasks(srv):
             return [a.added[0].id for a in added] + [h[0].record.id for h in hits], await c.get_all()
     ids, rows = asyncio.run(main())
     assert len(rows) == 12 and set(ids) == {r.id for r in rows}
+
+
+def test_the_namespace_in_the_body_and_every_validation_problem_named(srv):
+    key = srv.keys.create(["alice", "bob"], "write")[0]
+    with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        r = http.post("/v1/memories", json={"text": "Bob likes jazz", "user_id": "bob"})
+        assert r.status_code == 200 and r.json()["added"][0]["user_id"] == "bob"
+        hits = http.post("/v1/memories/search", json={"query": "jazz", "user_id": "bob"}).json()
+        assert hits[0]["content"] == "Bob likes jazz"
+        assert http.post("/v1/context", json={"user_message": "music?", "user_id": "bob"}).status_code == 200
+        clash = http.post("/v1/memories/search", params={"user_id": "alice"}, json={"query": "jazz", "user_id": "bob"})
+        assert clash.status_code == 422 and "in the query and 'bob' in the body" in clash.json()["error"]["message"]
+        r = http.post("/v1/memories", json={"text": "a", "importance": "high", "infer": "maybe", "colour": 1})
+        message = r.json()["error"]["message"]
+        assert r.status_code == 422 and all(f in message for f in ("importance", "infer", "colour")), message

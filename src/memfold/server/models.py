@@ -20,6 +20,7 @@ class ChatMessage(Strict):
 
 
 class AddMemoryRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     text: str | None = Field(None, description="One memory (give text or messages)")
     messages: list[ChatMessage] | None = Field(None, description="Chat messages: episodic turns + extracted memories")
     memory_type: MemoryTypeName | None = None
@@ -33,6 +34,7 @@ class AddMemoryRequest(Strict):
 
 
 class SearchRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     query: str
     limit: int | None = Field(None, ge=1, le=1000)
     memory_type: MemoryTypeName | None = None
@@ -42,6 +44,7 @@ class SearchRequest(Strict):
 
 
 class UpdateMemoryRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     content: str | None = None
     importance: float | None = Field(None, ge=0, le=1)
     memory_type: MemoryTypeName | None = None
@@ -49,6 +52,7 @@ class UpdateMemoryRequest(Strict):
 
 
 class ForgetRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     query: str = Field(description="A memory id, or words describing what to forget")
     dry_run: bool = False
 
@@ -138,6 +142,7 @@ class SessionMessageRequest(Strict):
 
 
 class ContextRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     user_message: str
     base_prompt: str | None = None
     agent_id: str | None = None

@@ -17,6 +17,15 @@ router = APIRouter(prefix="/v1", tags=["memories"])
 UserQuery = Query(None, description="Namespace (default: the key's first namespace)")
 
 
+def one_user(query: str | None, body: str | None) -> str | None:
+    """The namespace of a request that may name it in the query (``?user_id=``) or in the body: once,
+    or twice the same."""
+    if query and body and query != body:
+        raise ApiError(422, "invalid_input", f"user_id is {query!r} in the query and {body!r} in the body; "
+                       "give it once", "user_id")
+    return query or body
+
+
 def memory(request: Request) -> Memory:
     mem: Memory = request.app.state.memory
     return mem
@@ -26,7 +35,7 @@ def memory(request: Request) -> Memory:
 def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
                mem: Memory = Depends(memory)) -> Any:
     """Store a text (one memory, or a daily note with ``note``) or a list of chat messages."""
-    uid = c.user(user_id, "write")
+    uid = c.user(one_user(user_id, body.user_id), "write")
     if (body.text is None) == (body.messages is None):
         raise ApiError(422, "invalid_input", "give either text or messages", "text")
     if body.note:
@@ -46,7 +55,7 @@ def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Cal
 def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
            mem: Memory = Depends(memory)) -> Any:
     """Hybrid search (keywords + vectors), Chinese and English."""
-    uid = c.user(user_id, "read")
+    uid = c.user(one_user(user_id, body.user_id), "read")
     hits = mem.search(body.query, uid, limit=body.limit, memory_type=body.memory_type,
                       include_episodic=body.include_episodic, filters=body.filters)
     return [h.to_dict() for h in hits]
@@ -88,7 +97,7 @@ def get_memory(memory_id: str, user_id: str | None = UserQuery, c: Caller = Depe
 def update_memory(memory_id: str, body: m.UpdateMemoryRequest, user_id: str | None = UserQuery,
                   c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """Change a memory's words, importance, type or structure (MEMORY.md is backed up first)."""
-    uid = c.user(user_id, "write")
+    uid = c.user(one_user(user_id, body.user_id), "write")
     return mem.update(memory_id, uid, content=body.content, importance=body.importance,
                       memory_type=body.memory_type, structured_data=body.structured_data).to_dict()
 
@@ -104,7 +113,7 @@ def delete_memory(memory_id: str, user_id: str | None = UserQuery, c: Caller = D
 def forget(body: m.ForgetRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
            mem: Memory = Depends(memory)) -> Any:
     """Delete a memory by id or every memory a query matches; ``dry_run`` only shows them."""
-    uid = c.user(user_id, "read" if body.dry_run else "write")
+    uid = c.user(one_user(user_id, body.user_id), "read" if body.dry_run else "write")
     gone = mem.forget(body.query, uid, dry_run=body.dry_run)
     return {"dry_run": body.dry_run, "memories": [r.to_dict() for r in gone]}
 
