@@ -119,6 +119,8 @@ def test_metadata_filters_delete_all_and_reset(open_memory) -> None:  # type: ig
     assert [h.record.id for h in mem.search("green tea", "alice", filters={"topic": {"in": ["drinks"]}})] == [tea.id]
     assert mem.get(hike.id).content == hike.content  # no user given: found in the namespace that holds it
     assert mem.history(hike.id)[0].action == "add"
+    with pytest.raises(NotFoundError, match="no user_id was given, and neither user 'default' nor any other"):
+        mem.delete("nosuchid0001")
     with pytest.raises(TypeError, match="was given as user_id"):
         mem.update(tea.id, "I like dogs")
     with pytest.raises(ArgumentError, match="needs user_id"):

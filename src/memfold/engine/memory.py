@@ -109,7 +109,13 @@ class Memory(AgentCalls, Upkeep):
         if user_id is not None:
             return guard.user_arg(user_id, call, text_name)
         owners = self.index.owners(memory_id)
-        if DEFAULT_USER in owners or not owners:  # not found: the call's own error names user 'default'
+        if not owners:  # perhaps a line written by hand into default's files since the last sync
+            self._store(DEFAULT_USER).sync(wait=False)
+            owners = self.index.owners(memory_id)
+        if not owners:
+            raise NotFoundError(f"no memory {memory_id!r}: no user_id was given, and neither user 'default' nor any "
+                                "other namespace holds it")
+        if DEFAULT_USER in owners:
             return DEFAULT_USER
         if len(owners) == 1:
             return owners[0]
