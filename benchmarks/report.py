@@ -87,8 +87,8 @@ def chart_quality(fmt: str, out: Path) -> Path | None:
     zh, en = load("quality_madial_zh.json"), load("quality_madial_en.json")
     if not (locomo and lme and zh and en):
         return None
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4.8), gridspec_kw={"width_ratios": [1.1, 0.8, 1.3]})
-    fig.subplots_adjust(left=0.12, right=0.98, top=0.86, bottom=0.3, wspace=0.75)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 5), gridspec_kw={"width_ratios": [1.0, 0.75, 1.0]})
+    fig.subplots_adjust(left=0.115, right=0.98, top=0.86, bottom=0.3, wspace=0.95)
     names = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"}
     cats = locomo["result"]["by_category"]
     labels = ["all (1–4)"] + [f"{names.get(c, c)} (n={cats[c]['n_questions']})" for c in ("1", "2", "3", "4")]
@@ -96,7 +96,7 @@ def chart_quality(fmt: str, out: Path) -> Path | None:
     ax = axes[0]
     ax.barh(labels[::-1], values[::-1], color=[BLUE] * 4 + [ORANGE])
     ax.set_title("LoCoMo: evidence recall@10", fontsize=10)
-    ax.set_xlim(0, 1)
+    ax.set_xlim(0, 1.15)
     for y, v in enumerate(values[::-1]):
         ax.text(v + 0.01, y, f"{v:.2f}", va="center", fontsize=8)
     ax = axes[1]
@@ -116,7 +116,7 @@ def chart_quality(fmt: str, out: Path) -> Path | None:
     labels = ["all"] + [f"{t} (n={types[t]['n_questions']})" for t in order]
     values = [lme["result"]["recall_all"]["10"]] + [types[t]["recall_all"]["10"] for t in order]
     ax.barh(labels[::-1], values[::-1], color=[GREEN] * len(order) + [ORANGE])
-    ax.set_xlim(0, 1)
+    ax.set_xlim(0, 1.15)
     ax.set_title("LongMemEval: recall_all@10 (turns)", fontsize=10)
     for y, v in enumerate(values[::-1]):
         ax.text(v + 0.01, y, f"{v:.2f}", va="center", fontsize=8)
