@@ -62,9 +62,9 @@ def cli_page() -> str:
              "The workspace is `--root`, else `$MEMFOLD_HOME`, else `./.memfold`. Errors print one line",
              "`error: ...` and exit with code 1 (usage errors: 2).", "",
              "`memfold` alone prints the common commands:", "", "```text"]
-    lines += [f"{cmd:<52}  # {what}" for cmd, what in COMMON]
+    width = max(len(cmd) for cmd, _ in COMMON)
+    lines += [f"{cmd.ljust(width)}  # {what}" for cmd, what in COMMON]
     lines += ["```", ""]
-    root_ctx = root.context_class(root, info_name="memfold")
     lines += ["## Global options", "", "| option | meaning |", "|---|---|"]
     for p in root.params:
         if p.param_type_name == "option":
@@ -76,7 +76,7 @@ def cli_page() -> str:
         usage = " ".join(cmd.collect_usage_pieces(ctx))
         lines += ["```text", f"{name} {usage}", "```", ""]
         if cmd.help:
-            lines += [inspect.cleandoc(cmd.help).replace("\n\n", "\n\n"), ""]
+            lines += [inspect.cleandoc(cmd.help), ""]
         if getattr(cmd, "commands", None):
             lines += ["| command | what it does |", "|---|---|"]
             for sub_name, sub in cmd.commands.items():
@@ -96,7 +96,6 @@ def cli_page() -> str:
         examples = EXAMPLES.get(" ".join(path[1:]), ())
         if examples:
             lines += ["Examples:", "", "```bash", *examples, "```", ""]
-    del root_ctx
     return "\n".join(lines) + "\n"
 
 
