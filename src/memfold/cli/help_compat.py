@@ -51,4 +51,4 @@ def plain_usage_names() -> None:
         return name + ("..." if self.nargs != 1 else "")
 
     _usage_display_name._memfold_plain = True  # type: ignore[attr-defined]
-    TyperArgument._usage_display_name = _usage_display_name  # type: ignore[attr-defined]
+    TyperArgument._usage_display_name = _usage_display_name  # type: ignore[method-assign]

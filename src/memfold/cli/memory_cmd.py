@@ -8,7 +8,8 @@ import typer
 
 from .common import Json, User, out, print_json, runtime
 
-memory_app = typer.Typer(no_args_is_help=True, help="Switch memory on or off for a user (off: nothing is read, injected or written).")
+memory_app = typer.Typer(no_args_is_help=True,
+                         help="Switch memory on or off for a user (off: nothing read, injected or written).")
 
 
 def _report(ctx: typer.Context, user: str, as_json: bool, changed: str = "") -> None:

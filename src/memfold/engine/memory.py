@@ -359,8 +359,9 @@ class Memory(AgentCalls, Upkeep):
                       agent_id: str | None = None, base_prompt: str | None = None,
                       memory_enabled: bool = True, language: str | None = None,
                       tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
-        """The messages to send to the model: a system prompt with the relevant memories, then the message; with ``session_id`` the session's summary
-        and recent messages are included, else only memory, pins and the message. ``tools`` (name ->
+        """The messages to send to the model: a system prompt with the relevant memories, then the
+        message; with ``session_id`` the session's summary and recent messages are included, else
+        only memory, pins and the message. ``tools`` (name ->
         what it does; ``MemoryTools.summaries()``): the tools offered, named in the instructions."""
         user_message = guard.text(user_message, "user_message")
         base_prompt = guard.optional_text(base_prompt, "base_prompt")
