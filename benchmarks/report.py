@@ -87,18 +87,20 @@ def chart_quality(fmt: str, out: Path) -> Path | None:
     zh, en = load("quality_madial_zh.json"), load("quality_madial_en.json")
     if not (locomo and lme and zh and en):
         return None
-    fig, axes = plt.subplots(1, 3, figsize=(13, 5), gridspec_kw={"width_ratios": [1.0, 0.75, 1.0]})
-    fig.subplots_adjust(left=0.115, right=0.98, top=0.86, bottom=0.3, wspace=0.95)
+    fig = plt.figure(figsize=(10, 8.2))
+    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1.15], width_ratios=[1.25, 1], left=0.25, right=0.97,
+                            top=0.92, bottom=0.17, hspace=0.45, wspace=0.35)
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])]
     names = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"}
     cats = locomo["result"]["by_category"]
     labels = ["all (1–4)"] + [f"{names.get(c, c)} (n={cats[c]['n_questions']})" for c in ("1", "2", "3", "4")]
     values = [locomo["result"]["recall"]["10"]] + [cats[c]["recall"]["10"] for c in ("1", "2", "3", "4")]
     ax = axes[0]
     ax.barh(labels[::-1], values[::-1], color=[BLUE] * 4 + [ORANGE])
-    ax.set_title("LoCoMo: evidence recall@10", fontsize=10)
+    ax.set_title("LoCoMo: evidence recall@10", fontsize=11)
     ax.set_xlim(0, 1.15)
     for y, v in enumerate(values[::-1]):
-        ax.text(v + 0.01, y, f"{v:.2f}", va="center", fontsize=8)
+        ax.text(v + 0.01, y, f"{v:.2f}", va="center", fontsize=9)
     ax = axes[1]
     ks = ["1", "3", "5", "10"]
     width = 0.38
@@ -108,7 +110,7 @@ def chart_quality(fmt: str, out: Path) -> Path | None:
         ax.bar([x + off for x in xs], vals, width, label=label, color=color)
     ax.set_xticks(list(xs), [f"@{k}" for k in ks])
     ax.set_ylim(0, 1)
-    ax.set_title("MADial-Bench: memory recall@k", fontsize=10)
+    ax.set_title("MADial-Bench: memory recall@k", fontsize=11)
     ax.legend(fontsize=8, loc="upper left")
     ax = axes[2]
     types = lme["result"]["by_type"]
@@ -117,12 +119,12 @@ def chart_quality(fmt: str, out: Path) -> Path | None:
     values = [lme["result"]["recall_all"]["10"]] + [types[t]["recall_all"]["10"] for t in order]
     ax.barh(labels[::-1], values[::-1], color=[GREEN] * len(order) + [ORANGE])
     ax.set_xlim(0, 1.15)
-    ax.set_title("LongMemEval: recall_all@10 (turns)", fontsize=10)
+    ax.set_title("LongMemEval: recall_all@10 of the evidence turns", fontsize=11)
     for y, v in enumerate(values[::-1]):
-        ax.text(v + 0.01, y, f"{v:.2f}", va="center", fontsize=8)
+        ax.text(v + 0.01, y, f"{v:.2f}", va="center", fontsize=9)
     for ax in axes:
-        ax.tick_params(labelsize=8)
-    fig.suptitle("Retrieval quality on the development splits (offline embedder, no LLM)", fontsize=11)
+        ax.tick_params(labelsize=9)
+    fig.suptitle("Retrieval quality on the development splits (offline embedder, no LLM)", fontsize=12)
     _footer(fig, locomo["provenance"], zh["provenance"], lme["provenance"])
     return _save(fig, "quality", fmt, out)
 
@@ -243,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "memfold"  # the same numbers give the same file
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller, searchable, selectable
     missing = []
     for chart in CHARTS_ALL:
         path = chart(args.format, args.out)
