@@ -146,14 +146,25 @@ def settings_page() -> str:
         lines += [f"## `{title}`" if name else "## Top level", ""]
         if SECTION_INTRO.get(name):
             lines += [SECTION_INTRO[name], ""]
-        lines += ["| key | default | environment | meaning |", "|---|---|---|---|"]
+        bounded = name == "memory"
+        lines += ["| key | default | " + ("range | " if bounded else "") + "environment | meaning |",
+                  "|---|---|" + ("---|" if bounded else "") + "---|---|"]
         for f in dataclasses.fields(cls):
             if not name and (f.name in {"root", "memory", "memory_sources"} or f.default is dataclasses.MISSING):
                 continue
             default = f.default if f.default is not dataclasses.MISSING else ""
             var = f"MEMFOLD_{env}__{f.name.upper()}" if env else f"MEMFOLD_{f.name.upper()}"
             meaning = MEANINGS.get(f"{name}.{f.name}") or comments.get((cls.__name__, f.name), "")
-            lines.append(f"| `{f.name}` | `{_toml(default)}` | `{var}` | {_cell(meaning)} |")
+            span = ""
+            if bounded:
+                if f.name in policy.BOUNDS:
+                    low, high = policy.BOUNDS[f.name]
+                    span = f"{low:g} – {high:g} | "
+                elif f.name in policy.CHOICES:
+                    span = " · ".join(policy.CHOICES[f.name]) + " | "
+                else:
+                    span = "true · false | " if isinstance(default, bool) else "– | "
+            lines.append(f"| `{f.name}` | `{_toml(default)}` | {span}`{var}` | {_cell(meaning)} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -41,4 +41,4 @@ def test_the_settings_page_lists_every_key_with_its_default():
             assert f"| `{f.name}` |" in page, f"{section}.{f.name}"
     for key in policy_keys():
         assert f"| `{key}` |" in page, key
-    assert "| `retrieve_limit` | `10` | `MEMFOLD_MEMORY__RETRIEVE_LIMIT` |" in page
+    assert "| `retrieve_limit` | `10` | 1 – 1000 | `MEMFOLD_MEMORY__RETRIEVE_LIMIT` |" in page
