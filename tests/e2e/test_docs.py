@@ -38,6 +38,7 @@ EXPECT = {
     "README.md": ["my dog is called Bob", "乌龙茶", "Project A is due on March 15"],
     "docs/getting-started.md": ["Project A is due on April 30", "my dog is called Bob", "oat milk"],
     "docs/zh/getting-started.md": ["四月三十日", "我的猫叫咪咪", "无糖拿铁"],
+    "docs/guides/http-server.md": ["乌龙茶"],
 }
 
 
