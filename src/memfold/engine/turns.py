@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ..filters import Filter
 from ..index.base import RecordStore
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, MemoryRecord
 
@@ -22,10 +23,11 @@ def same_text(text: str) -> str:
 
 
 def one_fact_once(index: RecordStore, user_id: str, *, active_only: bool, memory_type: str | None,
-                  limit: int | None, offset: int) -> list[MemoryRecord]:
+                  limit: int | None, offset: int, where_filter: Filter | None = None) -> list[MemoryRecord]:
     """A namespace's rows as ``list_records`` gives them, without the turns a memory of the
     memory files stands for (extracted from the turn, or the same words) and without a turn that
-    repeats one listed before it; ``limit`` and ``offset`` count the rows shown."""
+    repeats one listed before it; ``limit`` and ``offset`` count the rows shown (``where_filter``:
+    only the rows that match it are listed; the memories that stand for turns are all of them)."""
     memories = [r for f in (FILE_MEMORY, FILE_LEARNINGS) for r in index.list_records(user_id, file=f)]
     keys = {sid for r in memories for sid in r.source_ids}
     texts = {same_text(r.content) for r in memories}
@@ -34,7 +36,8 @@ def one_fact_once(index: RecordStore, user_id: str, *, active_only: bool, memory
     skip = offset
     pos = 0
     while True:
-        rows = index.list_records(user_id, active_only=active_only, memory_type=memory_type, limit=BATCH, offset=pos)
+        rows = index.list_records(user_id, active_only=active_only, memory_type=memory_type, limit=BATCH, offset=pos,
+                                  where_filter=where_filter)
         pos += len(rows)
         for r in rows:
             if r.file == EPISODIC and r.is_active:
