@@ -61,6 +61,11 @@ def todo_finished(r: MemoryRecord, today: date) -> str | None:
     return None
 
 
+def archive_line(r: MemoryRecord, why: str) -> str:
+    """The line of archive.md that lists a closed todo and why it was closed."""
+    return f"- {r.created_at.date().isoformat()}: {' '.join(r.content.split())} ({why}) <!-- mf:{r.id} -->"
+
+
 def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
@@ -172,8 +177,7 @@ def _plan(ctx: JobContext) -> TidyPlan:
             if why:
                 out.todos.append((r.id, why))
                 out.changes.archive.append(Archive(r, reason=f"todo {why}"))
-                out.changes.archive_lines.append(f"- {r.created_at.date().isoformat()}: {' '.join(r.content.split())} "
-                                                 f"({why}) <!-- mf:{r.id} -->")
+                out.changes.archive_lines.append(archive_line(r, why))
     leaving = {a.record.id for a in out.changes.archive}
     rest = [r for r in file_rows if r.id not in leaving]
     vectors = {item.record.id: item.vector for item in ctx.store.index.iter_rows(ctx.user_id)

@@ -106,8 +106,9 @@ _PREF_ZH_MORE = re.compile(r"是我(?:们)?的(?:最爱|心头好|最喜欢的)|
 # an obligation or a promise: a todo even when a plan word is in it ("I've got to book the flights")
 _TODO_STRONG_EN = re.compile(
     r"\b(?:I|we)(?:'ve| have)?\s+(?:still\s+|really\s+|also\s+|just\s+)*(?:need to|have to|got to|gotta|must|should|"
-    r"ought to|promised?|owe)\b|\b(?:I|we)(?:'m| am|'re| are)\s+supposed to\b|\b(?:I|we)(?:'d| had) better\b|"
-    r"\b(?:I|we)\s+told\s+(?:\w+\s+){1,3}?(?:I'd|I would|I'll|I will|we'd|we'll)\b|\bremind me\b|"
+    r"ought to|promised?|owe(?! you one))\b|\b(?:I|we)(?:'m| am|'re| are)\s+supposed to\b|\b(?:I|we)(?:'d| had) better\b|"
+    r"\b(?:I|we)\s+told\s+(?:\w+\s+){1,3}?(?:I'd|I would|I'll|I will|we'd|we'll)\b|"
+    r"(?:^|please\s+|pls\s+|can you\s+|could you\s+)remind me\b|\bremind me to\b|"
     r"\b(?:don'?t|do not) let me forget\b|\bmake sure I\b", re.I)
 # an intention: a todo unless it names a plan (a trip, an appointment: an event)
 _TODO_WEAK_EN = re.compile(r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| plan to|"
@@ -197,7 +198,10 @@ _HABIT_EN = re.compile(
     r"^(?:weekdays|weekends|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b|"
     r"\b(?:" + _WEEKDAYS + r")s? (?:mornings|afternoons|evenings|nights)\b|\bin the (?:mornings|evenings)\b|"
     r"\bfirst thing in the morning\b|\b(?:before|after) (?:breakfast|lunch|dinner|work|bed)\b", re.I)
-_HABIT_NOT_EN = re.compile(r"\b(?:always|never|often|usually)\s+(?:(?:have|had|would|will|'ve)\s+)?(?:thought|knew|know|"
+_HABIT_SUBJECT_EN = re.compile(r"\b(?:I|we)(?:'m|'re|'ve|'d)?\b", re.I)
+_HABIT_NOT_EN = re.compile(r"\balways\s+(?:been\s+)?(?:up for|down for|there|proud|happy|glad|excited|grateful|thankful|"
+                           r"welcome|here)\b|"
+                           r"\b(?:always|never|often|usually)\s+(?:(?:have|had|would|will|'ve)\s+)?(?:thought|knew|know|"
                            r"realized|realised|wondered|heard|expected|imagined|understood|noticed|guessed|forget|"
                            r"forgot|said|meant)\b", re.I)
 _HABIT_ZH = re.compile(r"每(?:天|晚|早|日|周|星期|礼拜|月|年|逢|次)|每个(?:星期|礼拜|月|周末|工作日|早上|晚上|周)|一般|通常|平时|"
@@ -352,7 +356,7 @@ def classify(text: str) -> tuple[MemoryType, dict[str, Any]]:
         return MemoryType.FACT, {"topic": "health"}
     if _DATED_FACT.search(text) and (first_en or first_zh):
         return MemoryType.FACT, dated
-    if ((first_en and _HABIT_EN.search(text) and not _HABIT_NOT_EN.search(text))
+    if ((_HABIT_SUBJECT_EN.search(text) and _HABIT_EN.search(text) and not _HABIT_NOT_EN.search(text))
             or (first_zh and _HABIT_ZH.search(text))):
         return MemoryType.PATTERN, {}
     if (_PLAN_EN.search(text) and (first_en or when)) or (_PLAN_ZH.search(text) and (first_zh or when)):
