@@ -35,6 +35,9 @@ from typing import Any
 from ..models import MemoryType
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+# a Chinese sentence often strings clauses with a comma: "我对花生过敏，我在腾讯做产品经理" says two
+# things; a clause that starts again with 我 is one of its own
+_ZH_CLAUSE = re.compile(r"[，,](?=我)")
 
 # ---- explicit requests: the command words are not part of the memory ----------------------------
 _LEAD_EN = r"(?:(?:ok(?:ay)?|oh|and|also|btw|by the way|hey)[,\s]+)*"
@@ -48,6 +51,8 @@ _REMEMBER_ZH = re.compile(r"^(?:请|请你|你|帮我|麻烦你?|顺便)?(?:记�
                           r"不要忘记|别忘记|记录一下|记录下|备忘一下|告诉你|跟你说)"
                           r"(?:(?:这个|这件事|这一点|这点|这些|以下(?:内容)?|下面(?:的|这些)?(?:内容|事)?)\s*[：:，,]"
                           r"|[：:，,\s])*(.+)$")
+
+_POINTER_ONLY = re.compile(r"^(?:this|that|it|these|those|the following|this one|这个|这件事|这一点|这些|以下|下面)$", re.I)
 
 # ---- what is not about the user: questions, hypotheticals, requests, assistant-style text --------
 _QUESTION = re.compile(
@@ -300,7 +305,7 @@ def strip_command(text: str) -> tuple[str, bool]:
     if not m:
         return stripped, False
     body = _trim(m.group(1))
-    return (body, True) if body else (stripped, False)
+    return (body, True) if body and not _POINTER_ONLY.match(body) else (stripped, False)
 
 
 def done_statement(text: str) -> str | None:
@@ -409,10 +414,11 @@ def extract(text: str) -> list[Extracted]:
             continue
         if not_about_the_user(sent):
             continue
-        mtype, data = classify(sent)
-        if mtype is MemoryType.NOTE:
-            continue
-        if mtype is MemoryType.TODO and "when" not in data and follow_up(sent):
-            continue  # a reply to advice, not a to-do (a dated one is a plan: kept)
-        out.append(Extracted(mtype, _trim(sent), IMPORTANCE.get(mtype, 0.5), data))
+        for clause in _ZH_CLAUSE.split(sent):
+            mtype, data = classify(clause)
+            if mtype is MemoryType.NOTE:
+                continue
+            if mtype is MemoryType.TODO and "when" not in data and follow_up(clause):
+                continue  # a reply to advice, not a to-do (a dated one is a plan: kept)
+            out.append(Extracted(mtype, _trim(clause), IMPORTANCE.get(mtype, 0.5), data))
     return out
