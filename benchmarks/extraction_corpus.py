@@ -35,8 +35,8 @@ from memfold.text.extraction import extract
 
 CORPUS = Path(__file__).resolve().parent / "data" / "extraction_corpus.jsonl"
 TYPES = ("fact", "preference", "pattern", "event", "todo")
-_COMMAND_WORDS = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind|fyi|don'?t forget)\b|^(?:请|帮我)?(?:记住|记一下|记下|记着|别忘了)",
-                            re.I)
+_COMMAND_WORDS = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind|fyi|don'?t forget)\b|"
+                            r"^(?:请|帮我)?(?:记住|记一下|记下|记着|别忘了)", re.I)
 
 
 @dataclass(frozen=True)
