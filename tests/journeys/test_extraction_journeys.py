@@ -165,9 +165,9 @@ def test_zh_wanchengle_closes_a_todo_and_an_unknown_one_is_kept_with_a_note(root
 
 def test_zh_questions_and_assistant_style_text_stay_out_of_memory_md(mem: Memory, root: Path):
     mem.init("sun", language="zh")
-    mem.add(_user("你好！", "今天北京天气怎么样？", "谢谢，很有帮助。", "我建议你在飞机上多喝水。",
-                  "帮我写一首关于秋天的短诗。"), "sun")
+    mem.add(_user("你好！", "今天北京天气怎么样？", "谢谢，很有帮助。", "需要的话我可以帮你订下周六的餐厅。",
+                  "如果我有条船，我会叫它海鸥号。", "我在想明天会不会下雨。", "帮我写一首关于秋天的短诗。"), "sun")
     text = _memory_md(root, "sun")
-    for said in ("天气", "谢谢", "多喝水", "短诗"):
+    for said in ("天气", "谢谢", "餐厅", "海鸥号", "下雨", "短诗"):
         assert said not in text, said
     assert [r.memory_type.value for r in mem.get_all("sun") if r.file] == []
