@@ -61,7 +61,7 @@ def close(store: UserStore, todo: MemoryRecord, said: str) -> MemoryRecord | Non
     reason = "completed"
     try:
         apply_changes(store, Changes(archive=[Archive(todo, reason=f"todo {reason}")],
-                                     archive_lines=[archive_line(todo, reason)]), "done")
+                                     archive_lines=[archive_line(todo, reason, store.space.language)]), "done")
     except JobFailed:
         return None
     log.info("todo %s of %s closed by %r", todo.id, store.user_id, said[:80])
