@@ -95,6 +95,7 @@ class AddResult(BaseModel):
     warnings: list[str]
     forgotten: list[Memory]
     redacted: list[str]
+    completed: list[Memory] = []  # open todos the input said are done
 
 
 class HistoryEntry(BaseModel):

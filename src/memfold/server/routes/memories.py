@@ -43,7 +43,7 @@ def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Cal
             raise ApiError(422, "invalid_input", "a daily note needs text", "text")
         r = mem.add_note(body.text, uid)
         return {"added": [r.to_dict()], "merged": [], "skipped": [], "refused": [], "warnings": [], "forgotten": [],
-                "redacted": []}
+                "redacted": [], "completed": []}
     data: Any = body.text if body.text is not None else [x.model_dump() for x in body.messages or []]
     res = mem.add(data, uid, memory_type=body.memory_type, importance=body.importance, agent_id=body.agent_id,
                   session_id=body.session_id, structured_data=body.structured_data, infer=body.infer,
