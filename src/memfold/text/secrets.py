@@ -377,7 +377,7 @@ def screen(text: str) -> Screened:
     kept_text = re.sub(r"^(?:(?:and|but|also|plus|then)\s+|[,，、;；]\s*)", "", kept_text, flags=re.I).strip()
     # a clause that holds a secret but says more besides ("the token [redacted] opens the staging dashboard
     # for the QA team") is ordinary text with a secret in it: redacted, not refused
-    says_more = any(MARKER in parts[n] and _content_words(parts[n].replace(MARKER, " ")) >= 3
+    says_more = any(MARKER in parts[n] and _content_words(_prose(parts[n].replace(MARKER, " "))) >= 3
                     for n in range(0, len(parts), 2))
     return Screened(red, tuple(dict.fromkeys(f.kind for f in found)) or ("secret",),
                     not (_substantive(kept_text) or says_more), kept_text)
@@ -386,6 +386,15 @@ def screen(text: str) -> Screened:
 def _substantive(text: str) -> bool:
     """Whether ``text`` says something besides the words that frame a secret."""
     return _content_words(text) > 0
+
+
+_NOT_PROSE = re.compile(r"[\d/:@=\\\[\]{}<>|$#%&*+_~^`\"']")
+
+
+def _prose(text: str) -> str:
+    """The words of ``text`` that read as prose: no token of a URL, a command, a key or a number."""
+    words = (tok.rstrip(".,;!?") for tok in text.split())
+    return " ".join(w for w in words if not _NOT_PROSE.search(w) and (len(w) >= 3 or not w.isascii()))
 
 
 def _content_words(text: str) -> int:
