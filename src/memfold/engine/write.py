@@ -293,7 +293,7 @@ class WritePath:
 
     @staticmethod
     def _check_size(text: str) -> None:
-        check_length("the content", text, MAX_CONTENT_CHARS)
+        check_length("the text", text, MAX_CONTENT_CHARS, field="text")
 
     @staticmethod
     def _record(user_id: str, t: MemoryType, content: str, when: datetime, importance: float,
