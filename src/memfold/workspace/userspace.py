@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -188,7 +189,14 @@ class UserSpace:
         while dest.exists():
             dest = bdir / f"{stamp}_{n}_MEMORY.md"
             n += 1
-        atomic_write(dest, src.read_text(encoding="utf-8"))
+        # a copy made by the kernel, renamed into place (no fsync: MEMORY.md itself is written durably, and
+        # a backup that waited for the disk made every add wait in proportion to the file)
+        tmp = bdir / f".{dest.name}.{os.getpid()}.tmp"
+        try:
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
         self.prune_backups(keep)
         return dest
 
