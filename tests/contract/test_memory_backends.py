@@ -71,12 +71,14 @@ def test_conversation_turns_and_reindex(open_memory) -> None:  # type: ignore[no
             {"role": "user", "content": "记住：我对花生过敏", "turn_id": "t2"}]
     res = mem.add(msgs, "alice")
     assert res.added
-    before = {r.id: r.content for r in mem.get_all("alice")}
-    episodic = {i for i, r in ((r.id, r) for r in mem.get_all("alice")) if r.file == ""}
+    before = {r.id: r.content for r in mem.index.list_records("alice")}  # stored (a listing shows each fact once)
+    episodic = {r.id for r in mem.index.list_records("alice") if r.file == ""}
     assert episodic and set(before) - episodic
+    listed = {r.id for r in mem.get_all("alice")}
     counts = mem.reindex("alice")
     assert counts["alice"] == len(set(before) - episodic)
-    assert {r.id: r.content for r in mem.get_all("alice")} == before  # ids follow the files; turns stay
+    assert {r.id: r.content for r in mem.index.list_records("alice")} == before  # ids follow the files; turns stay
+    assert {r.id for r in mem.get_all("alice")} == listed
     assert mem.search("parrot", "alice", limit=3)[0].record.content.endswith("parrot named Kiwi")
     assert any("花生" in h.record.content for h in mem.search("花生过敏", "alice", limit=3))
 

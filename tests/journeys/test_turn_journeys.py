@@ -175,9 +175,9 @@ def test_hand_edit_and_deletion_in_memory_md_take_at_once_for_context_and_search
 
 def test_update_supersedes_the_english_turn_it_came_from(mem: Memory) -> None:
     talk(mem, "eve", "My favourite food is ramen")
-    fact = next(r for r in mem.get_all("eve") if r.kind == "fact")
-    mem.update(fact.id, "eve", content="My favourite food is pho")
-    assert shown(mem.search("favourite food", "eve")) == [("fact", "My favourite food is pho")]
+    food = next(r for r in mem.get_all("eve") if r.kind != "turn")
+    mem.update(food.id, "eve", content="My favourite food is pho")
+    assert shown(mem.search("favourite food", "eve")) == [(food.kind, "My favourite food is pho")]
     assert "ramen" not in context_text(mem, "What is my favourite food?", "eve")
     old = mem.search("ramen", "eve", include_archived=True)  # still there, archived, for looking back
     assert any(h.record.kind == "turn" and not h.record.is_active for h in old)
