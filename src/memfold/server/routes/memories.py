@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v1", tags=["memories"])
 UserQuery = Query(None, description="Namespace (default: the key's first namespace)")
 
 
-def memory(request: Request) -> Memory:
+async def memory(request: Request) -> Memory:
     mem: Memory = request.app.state.memory
     return mem
 
