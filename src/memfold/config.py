@@ -119,11 +119,23 @@ TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 def resolve_root(root: str | os.PathLike[str] | None) -> Path:
     if root:
-        return Path(root).expanduser().resolve()
+        return _folder(Path(root).expanduser().resolve(), "the workspace (--root)")
     env = os.environ.get("MEMFOLD_HOME")
     if env:
-        return Path(env).expanduser().resolve()
-    return (Path.cwd() / ".memfold").resolve()
+        return _folder(Path(env).expanduser().resolve(), "the workspace (MEMFOLD_HOME)")
+    return _folder((Path.cwd() / ".memfold").resolve(), "the workspace")
+
+
+def _folder(path: Path, what: str) -> Path:
+    """``path`` when it is a folder or can be made one (nothing in its way is a file)."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                named = "is a file" if p == path else f"is inside {p}, which is a file"
+                raise ConfigError(f"{what} {path} {named}: give the folder of a memfold workspace "
+                                  "(it is created when missing)")
+            break
+    return path
 
 
 def _read_file(root: Path) -> tuple[dict[str, Any], str]:
