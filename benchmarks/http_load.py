@@ -2,7 +2,7 @@
 
     python benchmarks/http_load.py [--clients 32] [--seconds 30] [--write-ratio 0.3] [--workers 2]
                                    [--backend sqlite|postgres|both] [--users 4] [--dsn DSN]
-                                   [--seed 0] [--inprocess] [--server-env KEY=VALUE ...]
+                                   [--seed 0] [--messages 0] [--inprocess] [--server-env KEY=VALUE ...]
 
 For each backend it starts ``memfold serve`` (a real subprocess with ``--workers`` workers) on a
 fresh workspace, creates a key with ``memfold keys create``, runs the clients (threads, one HTTP
@@ -206,7 +206,7 @@ def pct(values: list[float], p: float) -> float:
 
 
 def run_clients(url: str, key: str, users: list[str], clients: int, seconds: float,
-                write_ratio: float, on_done: Any = None) -> dict[str, Any]:
+                write_ratio: float, on_done: Any = None, messages: int = 0) -> dict[str, Any]:
     lat: dict[str, list[float]] = {"search": [], "add": []}
     errors: list[str] = []
     busy = {"search": 0, "add": 0}
@@ -226,7 +226,12 @@ def run_clients(url: str, key: str, users: list[str], clients: int, seconds: flo
                 t0 = time.perf_counter()
                 try:
                     if op == "add":
-                        r = c.post("/v1/memories", params={"user_id": user}, json={"text": words.fact(lang)})
+                        if messages:  # a conversation: every turn embedded in one call (batches of 64)
+                            turns = [{"role": ("user", "assistant")[k % 2], "content": words.fact(lang)}
+                                     for k in range(messages)]
+                            r = c.post("/v1/memories", params={"user_id": user}, json={"messages": turns})
+                        else:
+                            r = c.post("/v1/memories", params={"user_id": user}, json={"text": words.fact(lang)})
                     else:
                         r = c.post("/v1/memories/search", params={"user_id": user},
                                    json={"query": words.query(lang), "limit": 10})
@@ -304,7 +309,7 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             sampler.mark("load")
             load_before = os.getloadavg()
             result = run_clients(url, key, users, args.clients, args.seconds, args.write_ratio,
-                                 on_done=lambda: sampler.mark("settling"))
+                                 on_done=lambda: sampler.mark("settling"), messages=args.messages)
             time.sleep(args.settle)
             sampler.mark("after")
             time.sleep(1.0)
@@ -316,6 +321,7 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                    "after_worker_mb": round(after["worker_mb"], 1), "after_total_mb": round(after["total_mb"], 1)}
             rss["after_vs_idle"] = round(rss["after_worker_mb"] / rss["idle_worker_mb"], 3) if idle["worker_mb"] else None
             result.update(backend=backend, workers=args.workers, write_ratio=args.write_ratio, rss=rss,
+                          messages_per_add=args.messages,
                           server_env=extra_env, seeded_per_user=args.seed,
                           load_before=[round(x, 2) for x in load_before],
                           load_after=[round(x, 2) for x in os.getloadavg()], cpus=os.cpu_count())
@@ -345,6 +351,8 @@ def main() -> int:
     ap.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
     ap.add_argument("--dsn", default=None, help="PostgreSQL with pgvector (default: a throwaway embedded server)")
     ap.add_argument("--out", default=None, help="also write the results as JSON here")
+    ap.add_argument("--messages", type=int, default=0,
+                    help="each add sends a conversation of this many messages (0: one text)")
     ap.add_argument("--seed", type=int, default=0, help="memories stored per namespace before the run")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds idle before the RSS 'idle' and 'after' reads")
     ap.add_argument("--inprocess", action="store_true", help="also measure searches/s in process (sqlite)")

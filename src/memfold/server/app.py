@@ -18,6 +18,7 @@ from .. import __version__
 from ..config import Settings, load_settings
 from ..engine.memory import Memory
 from ..errors import ConfigError
+from ..index.vectors import pin_one_blas_thread
 from . import errors, plugins
 from .auth import KeyCheck
 from .background import maintenance_task, metrics_route
@@ -68,6 +69,7 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     if not server.busy_wait_seconds >= 0:
         raise ConfigError(f"[server] busy_wait_seconds must be 0 or more, got {server.busy_wait_seconds}")
     stops: list[Callable[[], None]] = []
+    pin_one_blas_thread()  # requests run side by side on threads: each on one BLAS thread
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
