@@ -111,6 +111,16 @@ def test_requests_beyond_the_cap_wait_their_turn(root: Path, embedder):
         gen.close()
 
 
+def test_no_wait_still_serves_a_free_turn(root: Path, embedder):
+    gen = _serve(root, embedder, "[server]\nmax_concurrent = 1\nbusy_wait_seconds = 0\n")
+    s, mem, keys = next(gen)
+    try:
+        with _client(s, keys.create(["alice"])[0]) as c:
+            assert [c.post("/v1/memories/search", json={"query": "tea"}).status_code for _ in range(3)] == [200] * 3
+    finally:
+        gen.close()
+
+
 @pytest.mark.parametrize("setting", ["max_concurrent = 0", "busy_wait_seconds = -1"])
 def test_bad_cap_settings_are_refused(root: Path, embedder, setting: str):
     root.mkdir(parents=True)

@@ -137,7 +137,10 @@ class WorkGate:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.limit)
         try:
-            await asyncio.wait_for(self._sem.acquire(), timeout=self.wait)
+            if self._sem.locked():  # every turn taken: wait for one, at most ``wait`` seconds
+                await asyncio.wait_for(self._sem.acquire(), timeout=self.wait)
+            else:
+                await self._sem.acquire()  # a free turn: taken at once (also with a wait of 0)
         except asyncio.TimeoutError:
             self.refused += 1
             await send_error(send, 503, "busy", f"the server is busy ({self.limit} requests at work, "
