@@ -261,12 +261,11 @@ def reindex(ctx: typer.Context, user: OneUser = None) -> None:
 @app.command()
 def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
           metrics: bool = typer.Option(False, "--metrics", help="Latency p50/p95/p99 per operation, LLM tokens, "
-                                       "cache hit rate (this process's; the server's at GET /metrics).")) -> None:
+                                       "cache hit rate of the memfold serve and mcp processes running on this "
+                                       "workspace.")) -> None:
     """Counts by type, archived, average importance, file sizes; --metrics: the live metrics."""
     if metrics:
-        from ..metrics import summary
-
-        m = summary(runtime(ctx).memory(), user)
+        m = metrics_view.live_summary(runtime(ctx).memory(), user)
         if as_json:
             print_json(m)
             return
