@@ -26,9 +26,12 @@ from . import (
     session_cmd,
 )
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
-from .help_compat import hide_flag_types
+from .help_compat import hide_flag_types, plain_usage_names
+from .help_examples import attach as attach_examples
+from .help_examples import overview
 
 hide_flag_types()  # typer >= 0.26 shows "<bool>" for flags in help
+plain_usage_names()  # typer >= 0.26 shows "{text}" for a required argument
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memfold: long-term memory for LLM agents (Markdown files + hybrid retrieval).")
@@ -334,6 +337,7 @@ memory_cmd.register(app)  # memory on|off|status
 serve_cmd.register(app)  # serve, keys create|list|revoke
 maintain_cmd.register(app)  # maintain
 mcp_cmd.register(app)  # mcp [--http]: the memory tools as an MCP server
+attach_examples(app)  # every command's --help ends with examples (help_examples.py)
 
 
 def _os_reason(exc: OSError, path: Any) -> str:
@@ -347,6 +351,9 @@ def _os_reason(exc: OSError, path: Any) -> str:
 
 
 def main() -> None:
+    if len(sys.argv) == 1:  # memfold alone: the common commands, not the whole list
+        sys.stdout.write(overview())
+        return
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:

@@ -229,7 +229,7 @@ class Memory(AgentCalls, Upkeep):
                                      include_archived=include_archived, now=guard.timestamp(now, "now"))
 
     def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval:
-        """Ranked memories plus recent daily notes; with no query the whole MEMORY.md (SPEC §5)."""
+        """Ranked memories plus the last ``recent_days`` of daily notes; with no query, the whole MEMORY.md."""
         user_id = guard.user(user_id)
         query = guard.optional_text(query, "query")
         limit = guard.optional_count(limit, "limit")
@@ -309,7 +309,7 @@ class Memory(AgentCalls, Upkeep):
     # ---- conversation: sessions, pin lists, context (SPEC §6-7) ---------------------------------
     @property
     def pin_store(self) -> "PinStore":
-        """The agents' pin lists of every namespace (seed 000), persisted in the index."""
+        """The agents' pin lists of every namespace (the last memories each agent saved), persisted in the index."""
         with self._lock:
             if "_pin_store" not in self.__dict__:
                 self._pin_store = PinStore(self.index, lambda u: self.policy(u).max_recent_memories)
@@ -359,8 +359,9 @@ class Memory(AgentCalls, Upkeep):
                       agent_id: str | None = None, base_prompt: str | None = None,
                       memory_enabled: bool = True, language: str | None = None,
                       tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
-        """The messages to send to the model (SPEC §6); with ``session_id`` the session's summary
-        and recent messages are included, else only memory, pins and the message. ``tools`` (name ->
+        """The messages to send to the model: a system prompt with the relevant memories, then the
+        message; with ``session_id`` the session's summary and recent messages are included, else
+        only memory, pins and the message. ``tools`` (name ->
         what it does; ``MemoryTools.summaries()``): the tools offered, named in the instructions."""
         user_message = guard.text(user_message, "user_message")
         base_prompt = guard.optional_text(base_prompt, "base_prompt")
