@@ -2,7 +2,7 @@
 
     python benchmarks/http_load.py [--clients 32] [--seconds 30] [--write-ratio 0.3] [--workers 2]
                                    [--backend sqlite|postgres|both] [--users 4] [--dsn DSN]
-                                   [--seed 0] [--messages 0] [--inprocess] [--server-env KEY=VALUE ...]
+                                   [--preload 0] [--messages 0] [--inprocess] [--server-env KEY=VALUE ...]
 
 For each backend it starts ``memfold serve`` (a real subprocess with ``--workers`` workers) on a
 fresh workspace, creates a key with ``memfold keys create``, runs the clients (threads, one HTTP
@@ -11,7 +11,7 @@ and counts lost writes: memories whose add was answered 200 but that are not in 
 Prints throughput, p50/p95/p99 per operation, errors (503 busy answers counted apart), lost
 writes and the load average. The server's memory is sampled all along: the resident size (RSS) of
 each worker process idle before the load, its peak during the load, and after the load once the
-server has been idle for ``--settle`` seconds. ``--seed N`` stores N memories per namespace first
+server has been idle for ``--settle`` seconds. ``--preload N`` stores N memories per namespace first
 (in process, before the server starts). ``--inprocess`` then runs the same searches for the same
 time without HTTP: ``--workers`` processes, each calling ``Memory.search`` in a loop on the same
 workspace, which gives the rate the same cores reach in process (and HTTP's share of it).
@@ -149,7 +149,7 @@ class RssSampler:
         self._thread.join()
 
 
-def seed(root: Path, users: list[str], n: int) -> None:
+def preload(root: Path, users: list[str], n: int) -> None:
     """``n`` memories per namespace, added in process before the server starts."""
     if n <= 0:
         return
@@ -294,7 +294,7 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         users = [f"load{i}" for i in range(args.users)]
         key_args = [a for u in users for a in ("--user", u)]
         key = json.loads(memfold(root, "keys", "create", *key_args, "--json").stdout)["key"]
-        seed(root, users, args.seed)
+        preload(root, users, args.preload)
         extra_env = dict(kv.split("=", 1) for kv in args.server_env)
         proc, url = start_server(root, args.workers, extra_env)
         sampler = RssSampler(proc.pid).start()
@@ -322,7 +322,7 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             rss["after_vs_idle"] = round(rss["after_worker_mb"] / rss["idle_worker_mb"], 3) if idle["worker_mb"] else None
             result.update(backend=backend, workers=args.workers, write_ratio=args.write_ratio, rss=rss,
                           messages_per_add=args.messages,
-                          server_env=extra_env, seeded_per_user=args.seed,
+                          server_env=extra_env, preloaded_per_user=args.preload,
                           load_before=[round(x, 2) for x in load_before],
                           load_after=[round(x, 2) for x in os.getloadavg()], cpus=os.cpu_count())
         finally:
@@ -353,7 +353,7 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="also write the results as JSON here")
     ap.add_argument("--messages", type=int, default=0,
                     help="each add sends a conversation of this many messages (0: one text)")
-    ap.add_argument("--seed", type=int, default=0, help="memories stored per namespace before the run")
+    ap.add_argument("--preload", type=int, default=0, help="memories stored per namespace before the run")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds idle before the RSS 'idle' and 'after' reads")
     ap.add_argument("--inprocess", action="store_true", help="also measure searches/s in process (sqlite)")
     ap.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
