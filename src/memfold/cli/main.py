@@ -100,8 +100,12 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
                 out.print(render.superseded_line(new, old, rel))
     for r in res.merged:
         out.print(f"already known: {r.id} [{r.memory_type.value}] {r.content}")
+    for r in res.completed:
+        out.print(f"completed {r.id} [{r.memory_type.value}] {r.content}")
     for s in res.skipped:
         out.print(f"skipped: {s}")
+    for s in res.warnings:
+        out.print(f"note: {s}")
 
 
 @app.command()

@@ -53,7 +53,7 @@ class ToolContext:
 def _stored(res: AddResult, slot: str = "long_term") -> StoredResult:
     notes = [*res.skipped, *res.refused, *res.redacted, *res.warnings]
     return StoredResult(stored=[MemoryItem.of(r) for r in res.added], merged=[MemoryItem.of(r) for r in res.merged],
-                        slot=slot, notes=notes)
+                        completed=[MemoryItem.of(r) for r in res.completed], slot=slot, notes=notes)
 
 
 def memory_search(m: Memory, a: MemorySearchInput, ctx: ToolContext) -> SearchResult:
@@ -135,5 +135,6 @@ def write_file(m: Memory, a: WriteFileInput, ctx: ToolContext) -> StoredResult:
         got = _stored(m.add(text, ctx.user_id, memory_type=mtype, agent_id=ctx.agent_id))
         out.stored.extend(got.stored)
         out.merged.extend(got.merged)
+        out.completed.extend(got.completed)
         out.notes.extend(got.notes)
     return out

@@ -112,6 +112,7 @@ class SearchResult(ToolResult):
 class StoredResult(ToolResult):
     stored: list[MemoryItem]  # new memories
     merged: list[MemoryItem] = []  # existing memories that absorbed the content
+    completed: list[MemoryItem] = []  # open todos the content said are done (closed, not stored again)
     slot: str = "long_term"
     redirected_to: str | None = None  # write_file: the file its lines were appended to, as memories
     notes: list[str] = []  # skipped or redacted pieces, warnings
