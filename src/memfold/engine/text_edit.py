@@ -56,6 +56,8 @@ def checked_path(space: UserSpace, path: object) -> str:
     if not isinstance(path, str) or not path.strip():
         raise PathRefusedError(f"path must be a non-empty string, got {path!r}")
     rel = path.strip()
+    if any(ord(c) < 32 for c in rel):
+        raise PathRefusedError(f"path {path!r} is refused: it has a control character (a memory file's path has none)")
     if rel.startswith(("/", "\\", "~")) or "\\" in rel or re.match(r"^[A-Za-z]:", rel):
         raise PathRefusedError(f"path {path!r} is refused: give a path inside your memory folder, "
                                "e.g. MEMORY.md, learnings.md or memory/YYYYMM/YYYYMMDD.md")

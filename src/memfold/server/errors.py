@@ -82,7 +82,9 @@ def _field_of(message: str) -> str | None:
 
 
 def _loc_field(loc: Any) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):  # where the value was (a field may be named "query")
+        parts = parts[1:]
     return ".".join(parts) or (str(loc[0]) if loc else "body")
 
 

@@ -12,7 +12,10 @@ from ..tools.models import MemoryTypeName  # one list of the memory types for th
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: no unknown field, and no value of another JSON type converted (``"limit": "5"``
+    is refused, as the Python API refuses it; an integer where a number is asked for is a number)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ChatMessage(Strict):

@@ -79,6 +79,8 @@ class UserSpace:
         """Absolute path of a workspace-relative memory file; refuses anything outside the folder."""
         if not rel or rel.startswith(("/", "\\")) or "\\" in rel:
             raise InvalidInputError(f"invalid memory file path {rel!r}")
+        if any(ord(c) < 32 for c in rel):  # a NUL byte cannot be in a path; no control character is in a memory file's
+            raise InvalidInputError(f"memory file path {rel!r} has a control character")
         p = (self.dir / rel).resolve()
         base = self.dir.resolve()
         if base not in p.parents:

@@ -27,7 +27,7 @@ def one_user(query: str | None, body: str | None) -> str | None:
     return query or body
 
 
-def memory(request: Request) -> Memory:
+async def memory(request: Request) -> Memory:
     mem: Memory = request.app.state.memory
     return mem
 
