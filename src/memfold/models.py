@@ -38,6 +38,7 @@ class MemoryType(str, enum.Enum):
 FILE_MEMORY = "MEMORY.md"
 FILE_LEARNINGS = "learnings.md"
 EPISODIC = ""  # file value of an episodic turn
+TURN = "turn"  # what a result that is a conversation turn says it is (``MemoryRecord.kind``)
 
 
 def fillable(cls: type, names: Iterable[str]) -> bool:
@@ -79,11 +80,24 @@ class MemoryRecord:
     def with_(self, **changes: Any) -> "MemoryRecord":
         return replace(self, **changes)
 
+    @property
+    def kind(self) -> str:
+        """What the result is, as every surface shows it: ``turn`` for a conversation turn kept in
+        the index, else the memory's type (``preference``, ``fact``, ``event``, …)."""
+        return TURN if self.file == EPISODIC else self.memory_type.value
+
+    @property
+    def turn_key(self) -> str | None:
+        """A turn's key (its first source id: the caller's turn id, or the id memfold gave the
+        turn); a memory extracted from the turn lists that key among its ``source_ids``."""
+        return self.source_ids[0] if self.file == EPISODIC and self.source_ids else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "user_id": self.user_id,
             "memory_type": self.memory_type.value,
+            "kind": self.kind,
             "content": self.content,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),

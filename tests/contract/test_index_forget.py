@@ -66,3 +66,16 @@ def test_a_short_text_is_only_looked_for_whole(index: Index) -> None:
     assert index.history("alice", "b")[0].old_content is None  # "ok" itself, not the "ok" of "booked"
     assert index.history("alice", "b")[0].new_content == "I booked it"
     assert index.history("alice", "c")[0].new_content == "I booked it"
+
+
+def test_turns_of_finds_the_active_turns_by_their_key(index: Index) -> None:
+    index.upsert([item(rec("t1", "I like jazz", file="", source_ids=("k1",)), unit(1)),
+                  item(rec("t2", "and blues", file="", source_ids=("k2", "k1")), unit(1, 1)),
+                  item(rec("t3", "old words", file="", source_ids=("k1",), is_active=False, superseded_by="m"),
+                       unit(1, 2), terms=None),
+                  item(rec("m", "I like jazz", source_ids=("k1",)), unit(0, 1)),
+                  item(rec("t4", "bob's turn", user_id="bob", file="", source_ids=("k1",)), unit(0, 0, 1))])
+    assert [r.id for r in index.turns_of("alice", ["k1"])] == ["t1"]  # the key is the first source id
+    assert [r.id for r in index.turns_of("alice", ["k2", "k1", "nope"])] == ["t1", "t2"]
+    assert index.turns_of("alice", []) == [] and index.turns_of("alice", ["zz"]) == []
+    assert [r.id for r in index.turns_of("bob", ["k1"])] == ["t4"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memfold import Memory
+from memfold import Memory, filters
 from memfold.errors import NotFoundError
 from memfold.index.base import Index
 
@@ -71,12 +71,14 @@ def test_conversation_turns_and_reindex(open_memory) -> None:  # type: ignore[no
             {"role": "user", "content": "记住：我对花生过敏", "turn_id": "t2"}]
     res = mem.add(msgs, "alice")
     assert res.added
-    before = {r.id: r.content for r in mem.get_all("alice")}
-    episodic = {i for i, r in ((r.id, r) for r in mem.get_all("alice")) if r.file == ""}
+    before = {r.id: r.content for r in mem.index.list_records("alice")}  # stored (a listing shows each fact once)
+    episodic = {r.id for r in mem.index.list_records("alice") if r.file == ""}
     assert episodic and set(before) - episodic
+    listed = {r.id for r in mem.get_all("alice")}
     counts = mem.reindex("alice")
     assert counts["alice"] == len(set(before) - episodic)
-    assert {r.id: r.content for r in mem.get_all("alice")} == before  # ids follow the files; turns stay
+    assert {r.id: r.content for r in mem.index.list_records("alice")} == before  # ids follow the files; turns stay
+    assert {r.id for r in mem.get_all("alice")} == listed
     assert mem.search("parrot", "alice", limit=3)[0].record.content.endswith("parrot named Kiwi")
     assert any("花生" in h.record.content for h in mem.search("花生过敏", "alice", limit=3))
 
@@ -113,7 +115,10 @@ def test_metadata_filters_delete_all_and_reset(open_memory) -> None:  # type: ig
     mem.add("Bob likes green tea too", "bob", metadata={"topic": "drinks"})
     assert {r.id for r in mem.get_all("alice", filters={"topic": "drinks"})} == {tea.id}
     assert {r.id for r in mem.get_all("alice", filters={"priority": {"gte": 5}})} == {hike.id}
-    assert {r.id for r in mem.get_all("alice", filters={"session_id": "r1"})} == {r.id for r in turns.added}
+    # the memory extracted from the turn stands for it in a listing (the turn stays in the index)
+    assert {r.id for r in mem.get_all("alice", filters={"session_id": "r1"})} == {r.id for r in turns.added if r.file}
+    assert {r.id for r in mem.index.list_records("alice", where_filter=filters.parse({"session_id": "r1"}))} == \
+        {r.id for r in turns.added}
     hits = mem.search("green tea and the dog Biscuit", "alice", filters={"NOT": [{"topic": "drinks"}]})
     assert hits and tea.id not in {h.record.id for h in hits}
     assert [h.record.id for h in mem.search("green tea", "alice", filters={"topic": {"in": ["drinks"]}})] == [tea.id]

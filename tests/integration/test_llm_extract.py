@@ -77,7 +77,7 @@ def test_add_stores_exactly_what_the_llm_returned_in_the_right_sections(root, ll
     learnings = mem.workspace.user("default").dir / "learnings.md"
     assert ANSWER[3]["content"] in learnings.read_text(encoding="utf-8")
     # the user's turns are still kept as episodic memories; the rules did not run
-    turns = [r for r in mem.get_all() if r.file == EPISODIC]
+    turns = [r for r in mem.index.list_records("default") if r.file == EPISODIC]
     assert sorted(r.content for r in turns) == sorted(m["content"] for m in CONVERSATION if m["role"] == "user")
     # one call, carrying the conversation and the seed's field names
     reqs = llm_server.chat_requests()

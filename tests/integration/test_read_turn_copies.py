@@ -20,8 +20,9 @@ def test_a_turn_and_its_extracted_memory_count_once(root, embedder, turn: str, q
     mem.add([{"role": "user", "content": turn, "turn_id": "t1"}], "u")
     for i, text in enumerate(others):
         mem.add([{"role": "user", "content": text, "turn_id": f"o{i}"}], "u", infer=False)
-    both = [r for r in mem.get_all("u", limit=100) if r.content == turn]
+    both = [r for r in mem.index.list_records("u") if r.content == turn]
     assert {r.file == EPISODIC for r in both} == {True, False}  # stored twice: the turn and the memory
+    assert [r.content for r in mem.get_all("u", limit=100)].count(turn) == 1  # listed once
     hits = mem.search(query, "u", limit=3, record_access=False)
     assert len(hits) == 3
     same = [h for h in hits if h.record.content == turn]

@@ -28,7 +28,8 @@ def _file_backed(mem: Memory, user: str = "default") -> list[str]:
 
 
 def _turns(mem: Memory, user: str = "default") -> list[str]:
-    return [r.content for r in mem.get_all(user) if r.file == EPISODIC]
+    """The turns stored in the index (a listing leaves out those a memory stands for)."""
+    return [r.content for r in mem.index.list_records(user) if r.file == EPISODIC]
 
 
 def _age(mem: Memory, user: str, session_id: str, minutes: int) -> None:

@@ -28,8 +28,8 @@ def run_demo(memory: Any, out: Console) -> None:
     for q in QUERIES:
         out.print(Rule(f"search: {q}"))
         for i, h in enumerate(memory.search(q, DEMO_USER, limit=3), 1):
-            where = "turn" if not h.record.file else h.record.file
-            out.print(f"  {i}. [{h.score:.3f}] ({h.record.memory_type.value}, {where}) {h.record.content}",
+            where = f", {h.record.file}" if h.record.file else ""
+            out.print(f"  {i}. [{h.score:.3f}] ({h.record.kind}{where}) {h.record.content}",
                       markup=False, highlight=False)
     out.print(Rule(f"{memory.settings.root / DEMO_USER / 'MEMORY.md'}"))
     out.print(memory.show(DEMO_USER), markup=False, highlight=False)

@@ -60,7 +60,7 @@ def _hits_table(hits: list[Any]) -> Table:
     for col in ("#", "score", "type", "id", "content"):
         t.add_column(col, overflow="fold")
     for i, h in enumerate(hits, 1):
-        t.add_row(str(i), f"{h.score:.3f}", h.record.memory_type.value, h.record.id, h.record.content)
+        t.add_row(str(i), f"{h.score:.3f}", h.record.kind, h.record.id, h.record.content)
     return t
 
 
@@ -94,14 +94,14 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
                                                          relation=rel) for new, old, rel in replaced]})
         return
     for r in res.added:
-        out.print(f"added {r.id} [{r.memory_type.value}] {r.content}")
+        out.print(f"added {r.id} [{r.kind}] {r.content}")
         for new, old, rel in replaced:
             if new.id == r.id:
                 out.print(render.superseded_line(new, old, rel))
     for r in res.merged:
-        out.print(f"already known: {r.id} [{r.memory_type.value}] {r.content}")
+        out.print(f"already known: {r.id} [{r.kind}] {r.content}")
     for r in res.completed:
-        out.print(f"completed {r.id} [{r.memory_type.value}] {r.content}")
+        out.print(f"completed {r.id} [{r.kind}] {r.content}")
     for s in res.skipped:
         out.print(f"skipped: {s}")
     for s in res.warnings:

@@ -69,7 +69,7 @@ def record_line(r: Any) -> str:
     mark = ""
     if not r.is_active:
         mark = f" [archived, superseded by {r.superseded_by}]" if r.superseded_by else " [archived]"
-    return f"{r.id} [{r.memory_type.value}]{mark} {r.content}"
+    return f"{r.id} [{r.kind}]{mark} {r.content}"
 
 
 def superseded(memory: Any, user_id: str, added: Any) -> list[tuple[Any, Any, str]]:
@@ -90,7 +90,7 @@ def superseded(memory: Any, user_id: str, added: Any) -> list[tuple[Any, Any, st
 
 def superseded_line(new: Any, old: Any, relation: str) -> str:
     verb = "merged into it" if relation == "refines" else "replaced"
-    return f"  {verb}: {old.id} [{old.memory_type.value}] {old.content} (archived, superseded by {new.id})"
+    return f"  {verb}: {old.id} [{old.kind}] {old.content} (archived, superseded by {new.id})"
 
 
 def _num(v: Any) -> str:

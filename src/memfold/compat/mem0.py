@@ -59,7 +59,8 @@ def _hash(text: str) -> str:
 
 
 def memory_item(r: MemoryRecord, score: float | None = None) -> dict[str, Any]:
-    """One memory in mem0's item shape (with memfold's ``memory_type`` and ``importance``)."""
+    """One memory in mem0's item shape (with memfold's ``memory_type``, ``kind`` — ``turn`` for a
+    conversation turn, else the type — and ``importance``)."""
     item: dict[str, Any] = {"id": r.id, "memory": r.content, "hash": _hash(r.content),
                             "metadata": dict(r.structured_data) or None, "created_at": r.created_at.isoformat(),
                             "updated_at": r.updated_at.isoformat() if r.updated_at != r.created_at else None,
@@ -70,7 +71,7 @@ def memory_item(r: MemoryRecord, score: float | None = None) -> dict[str, Any]:
         item["run_id"] = r.source_session_id
     if score is not None:
         item["score"] = score
-    item.update(memory_type=r.memory_type.value, importance=r.importance)
+    item.update(memory_type=r.memory_type.value, kind=r.kind, importance=r.importance)
     return item
 
 

@@ -37,6 +37,7 @@ from .session import DEFAULT_AGENT, Session, check_language, session_policy, sta
 from .session import STATE_KIND as SESSION_KIND
 from .session_end import SessionEnds
 from .store import UserStore, daily_file
+from .turns import one_fact_once
 from .user_language import user_language
 from .vector_worker import start_for
 from .write import WritePath
@@ -352,9 +353,12 @@ class Memory(AgentCalls, Upkeep):
         offset = guard.count(offset, "offset", 0)
         st = self._store(user_id)
         st.sync(wait=False)
-        rows = self.index.list_records(user_id, active_only=not include_archived, memory_type=memory_type,
-                                       limit=limit, offset=offset, where_filter=where)
-        return [r for r in rows if include_episodic or r.file != EPISODIC]
+        if not include_episodic or memory_type not in (None, MemoryType.EVENT.value):
+            rows = self.index.list_records(user_id, active_only=not include_archived, memory_type=memory_type,
+                                           limit=limit, offset=offset, where_filter=where)
+            return [r for r in rows if include_episodic or r.file != EPISODIC]
+        return one_fact_once(self.index, user_id, active_only=not include_archived, memory_type=memory_type,
+                             limit=limit, offset=offset, where_filter=where)
 
     def history(self, memory_id: str, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of a memory, oldest first (add, update, edit by hand, merge, archive, delete, forget).

@@ -32,6 +32,7 @@ from ..workspace.editsafe import split_marker
 from ..workspace.userspace import daily_rel
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
+from .rank_neighbours import NEIGHBOUR_WEIGHT, own_words_first, turn_relevance
 from .rank_sessions import session_lift
 from .rank_speakers import may_name_someone, vector_side_query
 from .rank_wordvec import with_word_match
@@ -39,6 +40,7 @@ from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
 from .store import UserStore
+from .turns import same_text
 
 log = logging.getLogger("memfold.search")
 
@@ -86,43 +88,92 @@ def _same_words(extracted: str, turn: str) -> bool:
 
 def collapse_turn_copies(hits: list[SearchHit], absorbed: dict[str, list[MemoryRecord]] | None = None
                          ) -> list[SearchHit]:
-    """An episodic turn and a memory extracted from it (a shared source turn id, the same words)
-    count once: the extracted typed memory stays, at the better of the two places, carrying both
-    records' source ids. ``hits`` best first; the order is kept. ``absorbed`` (filled when given):
-    the id of each kept memory -> the turns it now stands for (the relevance floor judges the pair
-    by the better of the two: the turn may hold the query's words that its extract left out)."""
-    typed = [h for h in hits if h.record.file != EPISODIC and h.record.source_ids]
-    if not typed or len(typed) == len(hits):
+    """One fact once. A turn collapses into a memory among the hits that came from it (the memory
+    lists the turn's key among its sources; or, for memories written before turns had keys, a
+    shared source id and the same words): the memory stays, at the better of the two places,
+    carrying both records' source ids. Near-identical texts (the same words, case and punctuation
+    aside) count once: the better placed stays, and a memory stands for a turn with its words.
+    Archived records (``include_archived``) are shown as they are.
+    ``hits`` best first; the order is kept. ``absorbed`` (filled when given): the id of each kept
+    hit -> the records it now stands for (the relevance floor judges it by the best of them: a
+    turn may hold the query's words that its extract left out)."""
+    if len(hits) < 2:
         return hits
-    drop: set[str] = set()
+    typed = [h for h in hits if h.record.file != EPISODIC]
+    by_key: dict[str, SearchHit] = {}
+    for t in typed:
+        for sid in t.record.source_ids:
+            by_key.setdefault(sid, t)
+    first_of: dict[str, SearchHit] = {}  # near-identical texts: the memory, else the best placed hit
+    for h in hits:
+        norm = same_text(h.record.content)
+        held = first_of.get(norm)
+        if norm and (held is None or (held.record.file == EPISODIC and h.record.file != EPISODIC)):
+            first_of[norm] = h
+    owner: dict[str, tuple[SearchHit, bool]] = {}  # dropped id -> (the hit that stands for it, carries its ids)
+    for h in hits:
+        r = h.record
+        keeper: SearchHit | None = None
+        carry = False
+        if not r.is_active:  # an archived record found on purpose (looking back) shows its own words
+            continue
+        if r.file == EPISODIC:
+            keeper = by_key.get(r.turn_key) if r.turn_key is not None else None
+            if keeper is None and r.source_ids:  # memories stored before turns had keys
+                keeper = next((t for t in typed if set(r.source_ids) & set(t.record.source_ids)
+                               and _same_words(t.record.content, r.content)), None)
+            carry = keeper is not None
+        if keeper is None:
+            twin = first_of.get(same_text(r.content))
+            keeper = twin if twin is not None and twin is not h else None
+        if keeper is not None and keeper.record.id not in owner:
+            owner[r.id] = (keeper, carry)
+    if not owner:
+        return hits
+    pos = {h.record.id: i for i, h in enumerate(hits)}
     keep_at: dict[str, int] = {}
     merged: dict[str, tuple[str, ...]] = {}
-    pos = {h.record.id: i for i, h in enumerate(hits)}
-    for t in typed:
-        for h in hits:
-            r = h.record
-            if r.file != EPISODIC or r.id in drop or not set(r.source_ids) & set(t.record.source_ids):
-                continue
-            if _same_words(t.record.content, r.content):
-                drop.add(r.id)
-                if absorbed is not None:
-                    absorbed.setdefault(t.record.id, []).append(r)
-                keep_at[t.record.id] = min(keep_at.get(t.record.id, pos[t.record.id]), pos[r.id])
-                ids = merged.get(t.record.id, t.record.source_ids)
-                merged[t.record.id] = ids + tuple(x for x in r.source_ids if x not in ids)
-    if not drop:
-        return hits
+    for rid, (keeper, carry) in owner.items():
+        kid = keeper.record.id
+        keep_at[kid] = min(keep_at.get(kid, pos[kid]), pos[rid])
+        if absorbed is not None:
+            absorbed.setdefault(kid, []).append(hits[pos[rid]].record)
+        if carry:
+            ids = merged.get(kid, keeper.record.source_ids)
+            merged[kid] = ids + tuple(x for x in hits[pos[rid]].record.source_ids if x not in ids)
     placed: list[tuple[int, int, SearchHit]] = []
     for i, h in enumerate(hits):
-        if h.record.id in drop:
+        if h.record.id in owner:
             continue
-        if h.record.id in merged:
-            src = hits[keep_at[h.record.id]]
-            h = replace(h, record=h.record.with_(source_ids=merged[h.record.id]), score=max(h.score, src.score))
-            placed.append((keep_at[h.record.id], i, h))
-        else:
-            placed.append((i, i, h))
+        at = keep_at.get(h.record.id, i)
+        if at != i or h.record.id in merged:
+            h = replace(h, record=h.record.with_(source_ids=merged.get(h.record.id, h.record.source_ids)),
+                        score=max(h.score, hits[at].score))
+        placed.append((at, i, h))
     return [h for _, _, h in sorted(placed, key=lambda x: (x[0], x[1]))]
+
+
+def _own_words_first(hits: list[SearchHit], qset: set[str]) -> list[SearchHit]:
+    """``rank_neighbours.own_words_first`` on ranked hits: a turn moved below a result holding the
+    query's words in its own takes that result's score when its own was higher."""
+    order = own_words_first([h.record for h in hits], qset)
+    out: list[SearchHit] = []
+    for i in order:
+        h = hits[i]
+        if out and h.score > out[-1].score:
+            h = replace(h, score=out[-1].score)
+        out.append(h)
+    return out
+
+
+def _relevance(r: MemoryRecord, cosine: float, qterms: set[str], held: dict[str, int], neighbour_weight: float
+               ) -> float:
+    """A record's calibrated relevance (``held``: query terms per id the index counted)."""
+    turn = turn_relevance(r, cosine, qterms, neighbour_weight)
+    if turn is not None:
+        return turn
+    n = held.get(r.id)
+    return relevance(cosine, qterms, index_text(r) if n is None else "", n)
 
 
 def query_vector(embedder: Embedder, query: str, last_line_weight: float) -> np.ndarray:
@@ -297,6 +348,7 @@ class Retriever:
                 pool: list[SearchHit] | None = None) -> list[SearchHit]:
         """Scored candidates sorted, collapsed and cut at the relevance floor; their accesses recorded."""
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
+        hits = _own_words_first(hits, qset)
         absorbed: dict[str, list[MemoryRecord]] = {}
         hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
         if pool is not None:  # the caller's own records (the candidates' rows are shared with the record cache)
@@ -310,7 +362,8 @@ class Retriever:
                 got = terms_held(store.index, user_id, ask, qset)
                 prep.held.update({i: got.get(i, -1) for i in ask})  # -1: the index did not know it
             held = {i: prep.held[i] for i in judged if prep.held[i] >= 0}
-        hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score, held, absorbed)
+        hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score, held, absorbed,
+                                 NEIGHBOUR_WEIGHT)
         if slot is not None and prep is not None:
             keep = getattr(store.index, "keep_prepared", None)
             if callable(keep):
@@ -325,16 +378,17 @@ class Retriever:
     @staticmethod
     def _above_floor(hits: list[SearchHit], k: int, cosines: dict[str, float], cos_floor: float,
                      qterms: set[str], min_score: float, held: dict[str, int] | None = None,
-                     absorbed: dict[str, list[MemoryRecord]] | None = None) -> list[SearchHit]:
+                     absorbed: dict[str, list[MemoryRecord]] | None = None, neighbour_weight: float = 1.0
+                     ) -> list[SearchHit]:
         """The first ``k`` hits whose calibrated relevance reaches ``min_score``, each with its relevance
         (``held``: query terms per id, known to the index); a hit that stands for turns it absorbed
-        (``collapse_turn_copies``) has the best relevance of itself and them."""
+        (``collapse_turn_copies``) has the best relevance of itself and them; a turn matched through
+        its neighbour's words is judged as ``rank_neighbours.turn_relevance`` says."""
         out: list[SearchHit] = []
         held = held or {}
         absorbed = absorbed or {}
         for h in hits:  # a text whose query terms the index counted (``held``) is not needed
-            rel = max(relevance(cosines.get(r.id, cos_floor), qterms,
-                                index_text(r) if (n := held.get(r.id)) is None else "", n)
+            rel = max(_relevance(r, cosines.get(r.id, cos_floor), qterms, held, neighbour_weight)
                       for r in (h.record, *absorbed.get(h.record.id, ())))
             if rel >= min_score:  # the record handed out is the caller's own (its structured data a copy)
                 out.append(_hit(own_copy(h.record), h.score, h.similarity, h.keyword_score, h.vector_score, rel))

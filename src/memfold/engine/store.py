@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -106,7 +107,9 @@ class UserStore:
         known = self.index.content_hashes(self.user_id, rel)
         if text is None:
             gone = list(known)
+            removed = self.index.get(self.user_id, gone) if gone else []
             self._delete_rows(gone, "delete", {"reason": f"{rel} was removed"})
+            self.retire_turns(removed, "delete", {"reason": f"{rel} was removed"})
             self.index.set_file_state(self.user_id, rel, None)
             return len(gone)
         entries = md.parse(text)
@@ -116,6 +119,7 @@ class UserStore:
         redacted: dict[str, list[str]] = {}  # id -> kinds of the secrets redacted in its line
         to_embed: list[MemoryRecord] = []
         history: list[HistoryEntry] = []
+        edited: list[MemoryRecord] = []  # memories whose words changed: the turns they came from step back
         fallback = daily_date(rel)
         # an id another namespace holds (a bullet copied by hand from another user's file) gets a new one
         foreign = self.index.foreign_ids(self.user_id, [e.id for e in entries if e.id and e.id not in known])
@@ -154,6 +158,8 @@ class UserStore:
                                 created_at=old[0].created_at, updated_at=utcnow())
                     history.append(HistoryEntry(eid, self.user_id, "edit", utcnow(), old[0].content, r.content,
                                                 _with_redacted({"file": rel, "by": by}, redacted.get(eid))))
+                    if old[0].content != r.content:
+                        edited.append(old[0])
             else:
                 history.append(HistoryEntry(eid, self.user_id, "add", utcnow(), None, r.content,
                                             _with_redacted({"file": rel, "by": "file" if by == "hand" else by},
@@ -168,9 +174,12 @@ class UserStore:
                 lines[e.start: e.end] = md.render(eid, day, r.content, meta, self.space.language)
             _, state = self._guard(rel).publish("\n".join(lines), expected=text)
         gone = [i for i in known if i not in seen]
+        removed = self.index.get(self.user_id, gone) if gone else []
         self._delete_rows(gone, "delete", {"file": rel, "by": by})
         self._index_records(to_embed)
         self.index.append_history(history)
+        self.retire_turns(edited, "edit", {"file": rel, "by": by})
+        self.retire_turns(removed, "delete", {"file": rel, "by": by})
         self.index.set_file_state(self.user_id, rel, state)
         if to_embed or gone:
             log.info("reconciled %s of %s: %d indexed, %d removed", rel, self.user_id, len(to_embed), len(gone))
@@ -270,14 +279,64 @@ class UserStore:
                 self.index.delete(self.user_id, [record.id])
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
                                                         None, detail)])
+                self.retire_turns([record], action, detail)
             else:
                 vec = None if new.content == record.content and new.context == record.context else \
                     self.embedder.embed([rec.embed_text(new)])[0]
                 self.index.upsert([rec.item(new, vec)])
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
                                                         new.content, detail)])
+                if new.content != record.content:
+                    self.retire_turns([record], action, detail)
             if record.file != EPISODIC:
                 self.index.set_file_state(self.user_id, record.file, state)
+
+    def retire_turns(self, memories: Sequence[MemoryRecord], action: str, detail: dict) -> list[MemoryRecord]:
+        """The files are the truth for turns too: the conversation turns ``memories`` were extracted
+        from (their keys among the memories' source ids) step back when a memory's words change or
+        it is deleted. Each is archived, superseded by its memory (an edited memory stands for it;
+        a deleted one takes it along: ``purge`` deletes what a deleted memory superseded), and the
+        turns whose context quotes it are indexed again without its words."""
+        owner: dict[str, MemoryRecord] = {}
+        for m in memories:
+            if m.file != EPISODIC:
+                for sid in m.source_ids:
+                    owner.setdefault(sid, m)
+        if not owner:
+            return []
+        turns = self.index.turns_of(self.user_id, list(owner))
+        if not turns:
+            return []
+        now = utcnow()
+        retired = [t.with_(is_active=False, superseded_by=owner[t.source_ids[0]].id, updated_at=now) for t in turns]
+        self.index.upsert([IndexItem(record=t) for t in retired])
+        self.index.append_history([HistoryEntry(
+            t.id, self.user_id, "archive", now, t.content, None,
+            dict(detail, superseded_by=t.superseded_by, reason=f"the memory it was extracted from: {action}"))
+            for t in retired])
+        self.unquote_contexts([t.content for t in retired], skip={t.id for t in retired})
+        return retired
+
+    def unquote_contexts(self, texts: Sequence[str], skip: set[str] | frozenset[str] = frozenset()) -> int:
+        """Index again, without them, the turns whose context (the previous turn) quotes one of ``texts``."""
+        texts = sorted({t for t in texts if t.strip()}, key=len, reverse=True)
+        if not texts:
+            return 0
+        rows = [r for r in self.index.quoting(self.user_id, texts) if r.id not in skip]
+        # a turn's context is "<day> [<name>: ]<previous turn>\n<speaker>": the text must be the whole previous turn
+        quoted = [re.compile(r"(^|\s|: )" + re.escape(t) + r"(?=\n|$)") for t in texts]
+        changed = []
+        for r in rows:
+            ctx = r.context
+            for q in quoted:
+                ctx = q.sub(lambda m: m.group(1), ctx)
+            ctx = "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip() for line in ctx.split("\n")).strip()
+            if ctx != r.context:
+                changed.append(r.with_(context=ctx))
+        if changed:
+            vectors = self.embedder.embed([rec.embed_text(r) for r in changed])
+            self.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(changed)])
+        return len(changed)
 
     def archive(self, record: MemoryRecord, superseded_by: str | None, detail: dict) -> MemoryRecord:
         """Take a record out of the file and search, keeping it in the index as inactive (SPEC §4.4)."""

@@ -208,10 +208,14 @@ class WritePath:
                     speaker = f"{m.name}: " if m.name else ""
                     day = f"{when:%Y-%m-%d %B %Y}"  # the date in words too: "in May 2023" matches
                     context = f"{day} {prev}\n{speaker}".strip() if prev else f"{day} {speaker}".strip()
-                    cands.extend(Candidate(self._record(
+                    turn = [self._record(
                         user_id, MemoryType.EVENT, piece, when, importance if importance is not None else 0.3,
                         {"role": m.role, **({"speaker": m.name} if m.name else {})}, src, agent_id, session_id,
-                        file=EPISODIC, context=context), Origin.TURN) for piece in pieces)
+                        file=EPISODIC, context=context) for piece in pieces]
+                    if not m.turn_id:  # the turn's key is the id of its first record: what it yields lists it
+                        src = (turn[0].id, *(s for s in src if s != turn[0].id))
+                        turn = [t.with_(source_ids=src) for t in turn]
+                    cands.extend(Candidate(t, Origin.TURN) for t in turn)
                     done = extraction.done_statement(text) if infer else None
                     if done:  # "done: X": closes the open todo X once the messages are stored
                         dones.append((i, done))

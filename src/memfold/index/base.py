@@ -76,6 +76,10 @@ class RecordStore(Protocol):
     def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
         """The rows whose ``context`` contains one of ``texts`` (an episodic turn quotes the previous one)."""
         ...
+    def turns_of(self, user_id: str, keys: Sequence[str]) -> list[MemoryRecord]:
+        """The active episodic turns whose key (first source id) is one of ``keys``: the turns a
+        memory listing those source ids was extracted from."""
+        ...
 
 
 @runtime_checkable

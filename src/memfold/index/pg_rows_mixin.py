@@ -55,6 +55,16 @@ class PgPurgeAndRows:
                         "AND superseded_by = ANY(%s) ORDER BY n", (user_id, list(ids)))
             return [record_from_row(r) for r in cur.fetchall()]
 
+    def turns_of(self, user_id: str, keys: Sequence[str]) -> list[MemoryRecord]:
+        keys = [k for k in dict.fromkeys(keys) if k]
+        if not keys:
+            return []
+        self.flush_access()
+        with self._cur() as cur:
+            cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE user_id = %s AND file = '' AND is_active "
+                        "AND source_ids[1] = ANY(%s) ORDER BY n", (user_id, keys))
+            return [record_from_row(r) for r in cur.fetchall()]
+
     def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
         texts = [t for t in dict.fromkeys(texts) if t]
         if not texts:

@@ -115,6 +115,16 @@ class SqlitePurge:
                 f"SELECT {_RECORD_COLS} FROM memories WHERE user_id = ? AND is_active = 0 AND superseded_by IN "
                 "(SELECT value FROM json_each(?)) ORDER BY rowid", (user_id, json.dumps(list(ids))))]
 
+    def turns_of(self, user_id: str, keys: Sequence[str]) -> list[MemoryRecord]:
+        keys = [k for k in dict.fromkeys(keys) if k]
+        if not keys:
+            return []
+        with self._lock:
+            return [record_from_row(r) for r in self._db.execute(
+                f"SELECT {_RECORD_COLS} FROM memories WHERE user_id = ? AND file = '' AND is_active = 1 AND "
+                "json_extract(source_ids, '$[0]') IN (SELECT value FROM json_each(?)) ORDER BY rowid",
+                (user_id, json.dumps(keys)))]
+
     def quoting(self, user_id: str, texts: Sequence[str]) -> list[MemoryRecord]:
         texts = [t for t in dict.fromkeys(texts) if t]
         if not texts:

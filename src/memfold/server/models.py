@@ -71,6 +71,7 @@ class Memory(BaseModel):
     id: str
     user_id: str
     memory_type: str
+    kind: str = ""  # "turn" for a conversation turn, else the memory type
     content: str
     created_at: str
     updated_at: str

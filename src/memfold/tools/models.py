@@ -87,13 +87,14 @@ class MemoryItem(BaseModel):
     id: str
     content: str
     memory_type: str
+    kind: str  # what the item is: "turn" (a conversation turn), else its memory type
     importance: float
     created_at: str
     file: str  # MEMORY.md, learnings.md, memory/YYYYMM/YYYYMMDD.md, or "" for a conversation turn
 
     @classmethod
     def of(cls, r: MemoryRecord) -> "MemoryItem":
-        return cls(id=r.id, content=r.content, memory_type=r.memory_type.value, importance=r.importance,
+        return cls(id=r.id, content=r.content, memory_type=r.memory_type.value, kind=r.kind, importance=r.importance,
                    created_at=r.created_at.isoformat(), file=r.file)
 
 

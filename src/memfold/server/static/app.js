@@ -62,7 +62,7 @@ const T = {
     st_llm_none: "还没有调用", st_llm_last: "最近一次调用 {x}",
     st_llm_op: "{op}：调用 {calls} 次，{tokens} 个 token", st_llm_op_one: "{op}：调用 1 次，{tokens} 个 token",
     ops: { add: "添加记忆", maintain: "维护", evolve: "策略演化", summarize: "摘要", session: "会话" },
-    types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记" },
+    types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记", turn: "对话" },
   },
 };
 
@@ -77,6 +77,8 @@ const t = (k, vars) => {
 };
 const num = (n) => new Intl.NumberFormat(S.lang === "zh" ? "zh-CN" : "en-US").format(Number(n) || 0);
 const typeName = (x) => T[S.lang].types[x] || x;
+// what a result is: "turn" for a conversation turn, else its memory type (the API sends it as "kind")
+const kindOf = (r) => r.kind || (r.file === "" ? "turn" : r.memory_type);
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -179,7 +181,7 @@ function groupOf(r) {
 function memItem(r, score) {
   const text = el("div", { class: "text" }, r.content);
   const meta = el("div", { class: "meta" },
-    el("span", { class: "badge " + r.memory_type }, typeName(r.memory_type)),
+    el("span", { class: "badge " + kindOf(r) }, typeName(kindOf(r))),
     el("span", {}, `${t("importance")} ${r.importance.toFixed(2)}`),
     el("span", {}, r.updated_at.slice(0, 10)),
     score !== undefined ? el("span", {}, `${t("score")} ${score.toFixed(3)}`) : null,
