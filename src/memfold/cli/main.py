@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -65,8 +66,19 @@ def _hits_table(hits: list[Any]) -> Table:
 def init(ctx: typer.Context, lang: str = typer.Option("en", "--lang", help="Template language of MEMORY.md: en or zh."),
          user: User = "default") -> None:
     """Create the workspace and the user's MEMORY.md / learnings.md from the template."""
-    folder = runtime(ctx).memory(language=lang).init(user, lang)
-    out.print(f"initialised {folder}")
+    from ..config import resolve_root
+    from ..workspace.userspace import Workspace
+
+    rt = runtime(ctx)
+    fresh = not Workspace(resolve_root(rt.root)).exists
+    m = rt.memory(language=lang, announce=False)
+    folder = m.init(user, lang)
+    root = m.settings.root
+    out.print(f"{'created a new memfold workspace in' if fresh else 'workspace:'} {root}", markup=False, highlight=False)
+    out.print(f"memory of user {folder.name!r}: {folder / 'MEMORY.md'}", markup=False, highlight=False)
+    if root != resolve_root(None):  # other commands look in ./.memfold or MEMFOLD_HOME unless told
+        out.print(f"other commands use it with --root {shlex.quote(str(root))} or MEMFOLD_HOME={shlex.quote(str(root))}",
+                  markup=False, highlight=False)
 
 
 @app.command()
@@ -78,7 +90,9 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
         note: bool = typer.Option(False, "--note", help="Append to today's daily note instead of MEMORY.md."),
         as_json: Json = False) -> None:
     """Store one memory (type inferred by rules unless --type is given)."""
-    text = render.text_argument(text)
+    from ..engine import guard
+
+    text = guard.memory_text(render.text_argument(text), "the memory text")  # checked before a workspace is made
     m = runtime(ctx).memory()
     if note:
         r = m.add_note(text, user)
@@ -113,7 +127,7 @@ def search(ctx: typer.Context, query: str = typer.Argument(..., help="What to lo
     if not query.strip():
         raise InvalidInputError("search needs words to look for; to see every memory use 'memfold list' "
                                 "(or 'memfold show' for MEMORY.md)")
-    hits = runtime(ctx).memory().search(query, user, limit=k, memory_type=type_, include_archived=include_archived)
+    hits = runtime(ctx).existing().search(query, user, limit=k, memory_type=type_, include_archived=include_archived)
     if as_json:
         print_json([h.to_dict() for h in hits])
     elif hits:
@@ -162,13 +176,13 @@ def ingest(ctx: typer.Context, file: Path = typer.Argument(..., help="JSON list 
 @app.command()
 def show(ctx: typer.Context, user: User = "default") -> None:
     """Print the user's MEMORY.md."""
-    sys.stdout.write(runtime(ctx).memory().show(user))
+    sys.stdout.write(runtime(ctx).existing().show(user))
 
 
 @app.command()
 def get(ctx: typer.Context, memory_id: str = typer.Argument(...), user: User = "default") -> None:
     """Print one memory as JSON."""
-    print_json(runtime(ctx).memory().get(memory_id, user).to_dict())
+    print_json(runtime(ctx).existing().get(memory_id, user).to_dict())
 
 
 @app.command("list")
@@ -177,7 +191,7 @@ def list_(ctx: typer.Context, user: User = "default",
           archived: bool = typer.Option(False, "--archived", help="Include archived memories."),
           as_json: Json = False) -> None:
     """List the user's memories."""
-    rows = runtime(ctx).memory().get_all(user, memory_type=type_, include_archived=archived)
+    rows = runtime(ctx).existing().get_all(user, memory_type=type_, include_archived=archived)
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
@@ -194,7 +208,7 @@ def update(ctx: typer.Context, memory_id: str = typer.Argument(...),
            importance: Optional[float] = typer.Option(None, "--importance"),
            user: User = "default") -> None:
     """Change the text or importance of a memory (MEMORY.md is backed up first)."""
-    m = runtime(ctx).memory()
+    m = runtime(ctx).existing()
     before = m.get(memory_id, user)
     r = m.update(memory_id, user, content=content, importance=importance)
     out.print(f"{'unchanged' if r == before else 'updated'} {r.id}: {r.content}")
@@ -203,7 +217,7 @@ def update(ctx: typer.Context, memory_id: str = typer.Argument(...),
 @app.command()
 def delete(ctx: typer.Context, memory_id: str = typer.Argument(...), user: User = "default") -> None:
     """Delete one memory by id, and its words from history, backups and the search snapshot."""
-    r = runtime(ctx).memory().delete(memory_id, user)
+    r = runtime(ctx).existing().delete(memory_id, user)
     out.print(f"deleted {r.id}: {r.content}")
 
 
@@ -212,7 +226,7 @@ def forget(ctx: typer.Context, query: str = typer.Argument(..., help="A memory i
            user: User = "default",
            dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be forgotten.")) -> None:
     """Delete a memory by id, or every memory matching a query, as delete does."""
-    gone = runtime(ctx).memory().forget(query, user, dry_run=dry_run)
+    gone = runtime(ctx).existing().forget(query, user, dry_run=dry_run)
     verb = "would forget" if dry_run else "forgot"
     if not gone:
         out.print("nothing matched")
@@ -224,7 +238,7 @@ def forget(ctx: typer.Context, query: str = typer.Argument(..., help="A memory i
 def history(ctx: typer.Context, memory_id: str = typer.Argument(...), user: User = "default",
             as_json: Json = False) -> None:
     """Every change of a memory: add, update, merge, archive, delete, forget."""
-    entries = runtime(ctx).memory().history(memory_id, user)
+    entries = runtime(ctx).existing().history(memory_id, user)
     if as_json:
         print_json([e.to_dict() for e in entries])
         return
@@ -241,7 +255,7 @@ def reindex(ctx: typer.Context, user: OneUser = None) -> None:
     Re-embedding keeps the episodic turns, history and sessions of the embedded index, and the old file."""
     rt = runtime(ctx)
     try:
-        mem = rt.memory()
+        mem = rt.existing()
     except EmbedderChangedError as exc:
         from ..engine import admin
 
@@ -266,14 +280,14 @@ def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
     if metrics:
         from ..metrics import summary
 
-        m = summary(runtime(ctx).memory(), user)
+        m = summary(runtime(ctx).existing(), user)
         if as_json:
             print_json(m)
             return
         for line in metrics_view.metrics_lines(m):
             out.print(line)
         return
-    s = runtime(ctx).memory().stats(user)
+    s = runtime(ctx).existing().stats(user)
     if as_json:
         print_json(s)
         return
@@ -289,7 +303,7 @@ migrate_cmd.register(app)  # migrate --to postgres DSN
 def export_(ctx: typer.Context, file: Optional[Path] = typer.Argument(None, help="Output JSONL file (default stdout)."),
             user: OneUser = None) -> None:
     """Export every memory (archived too) as JSON lines."""
-    rows = runtime(ctx).memory().export(user)
+    rows = runtime(ctx).existing().export(user)
     try:
         fh = open(file, "w", encoding="utf-8") if file else sys.stdout
     except OSError as exc:

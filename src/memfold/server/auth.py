@@ -28,7 +28,7 @@ class Caller:
             raise ApiError(403, "forbidden", f"this key has scope {self.key.scope!r}; this request needs {scope!r}")
         if user_id is None or user_id == "":
             user_id = self.key.user if self.key.user != ALL_NAMESPACES else "default"
-        check_user_id(user_id)
+        user_id = check_user_id(user_id)  # in normal form C, as the namespace is stored
         if not self.key.covers(user_id):
             raise ApiError(403, "forbidden", f"this key may not use namespace {user_id!r}", "user_id")
         return user_id
