@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -85,7 +86,13 @@ def no_workspace_message(root: Path, given: Optional[str]) -> str:
     why = ("given by --root" if given else f"from MEMFOLD_HOME={env}" if env
            else "the default: .memfold in the current folder")
     return (f"no memfold workspace at {root} ({why}). Point at yours with --root PATH (or the environment "
-            f"variable MEMFOLD_HOME=PATH), or create one with 'memfold{' --root ' + shlex.quote(given) if given else ''} init'.")
+            f"variable MEMFOLD_HOME=PATH), or create one with 'memfold{' --root ' + shell_word(given) if given else ''} init'.")
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word of a command line: as it is when nothing in it needs quoting (letters of
+    any script, digits, ``/ . _ - @ : , + = %``), else quoted."""
+    return text if re.fullmatch(r"[\w/.@:,+=%-]+", text) else shlex.quote(text)
 
 
 def runtime(ctx: typer.Context) -> Runtime:

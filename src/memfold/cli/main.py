@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -26,7 +25,7 @@ from . import (
     serve_cmd,
     session_cmd,
 )
-from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
+from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime, shell_word
 from .help_compat import hide_flag_types
 
 hide_flag_types()  # typer >= 0.26 shows "<bool>" for flags in help
@@ -77,7 +76,7 @@ def init(ctx: typer.Context, lang: str = typer.Option("en", "--lang", help="Temp
     out.print(f"{'created a new memfold workspace in' if fresh else 'workspace:'} {root}", markup=False, highlight=False)
     out.print(f"memory of user {folder.name!r}: {folder / 'MEMORY.md'}", markup=False, highlight=False)
     if root != resolve_root(None):  # other commands look in ./.memfold or MEMFOLD_HOME unless told
-        out.print(f"other commands use it with --root {shlex.quote(str(root))} or MEMFOLD_HOME={shlex.quote(str(root))}",
+        out.print(f"other commands use it with --root {shell_word(str(root))} or MEMFOLD_HOME={shell_word(str(root))}",
                   markup=False, highlight=False)
 
 
