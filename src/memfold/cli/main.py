@@ -279,7 +279,14 @@ def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
     if metrics:
         from ..metrics import summary
 
-        m = summary(runtime(ctx).existing(), user)
+        from ..errors import NoWorkspaceError
+
+        try:
+            mem = runtime(ctx).existing()
+        except NoWorkspaceError as exc:  # the processes' metrics (a server's folder of them) need no workspace
+            err.print(f"{exc} Showing the metrics of the processes only.", markup=False, highlight=False)
+            mem = None
+        m = summary(mem, user)
         if as_json:
             print_json(m)
             return

@@ -296,6 +296,9 @@ class UserSpace:
         return n
 
 
+_USER_FILES = (FILE_MEMORY, FILE_LEARNINGS, "memory", "policy_overrides.json", "policy_snapshots")
+
+
 def _valid_user_dir(name: str) -> bool:
     """A folder whose name is a user id as memfold writes it (in normal form C)."""
     try:
@@ -323,10 +326,14 @@ class Workspace:
     @property
     def exists(self) -> bool:
         """There is a workspace here: the root folder holds an index, a settings file or a user's
-        memory folder (what ``memfold init`` and every write leave behind)."""
+        folder with memory or policy files in it (what ``memfold init`` and every write leave behind)."""
         r = self.root
-        return r.is_dir() and (any((r / name).exists() for name in ("index.db", "config.toml", "config.json"))
-                               or bool(self.user_ids()))
+        if not r.is_dir():
+            return False
+        if any((r / name).exists() for name in ("index.db", "config.toml", "config.json")):
+            return True
+        return any(p.is_dir() and _valid_user_dir(p.name) and any((p / f).exists() for f in _USER_FILES)
+                   for p in r.iterdir())
 
     def user_ids(self) -> list[str]:
         if not self.root.is_dir():
