@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 out = Console(soft_wrap=True, markup=False)  # memory text like "[x]" is shown as written
 err = Console(stderr=True, soft_wrap=True, markup=False)
 
-User = Annotated[str, typer.Option("--user", "-u", help="Namespace (user id).")]
+User = Annotated[str, typer.Option("--user", "-u", help="Namespace (user id): letters and digits of any script "
+                                                        "(小明, José), '_', '.', '@', '-'.")]
 OneUser = Annotated[Optional[str], typer.Option("--user", "-u", help="Only this namespace.")]
 Users = Annotated[Optional[list[str]], typer.Option("--user", "-u", help="Only this namespace (repeatable).")]
 KeyUsers = Annotated[list[str], typer.Option("--user", "-u", help="Namespace the key may use (repeatable; '*' = "

@@ -277,9 +277,8 @@ def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
                                        "cache hit rate (this process's; the server's at GET /metrics).")) -> None:
     """Counts by type, archived, average importance, file sizes; --metrics: the live metrics."""
     if metrics:
-        from ..metrics import summary
-
         from ..errors import NoWorkspaceError
+        from ..metrics import summary
 
         try:
             mem = runtime(ctx).existing()
