@@ -1,28 +1,43 @@
 # Two commands set everything up on a fresh machine:
-#   make demo   install and run the main job (offline, embedded index)
-#   make test   install and run the whole test suite
-# (make lint: ruff and mypy, run by CI before the tests)
+#   make demo   install memfold (no extras) and run the main job (offline, embedded index)
+#   make test   install the dev extra and run the whole test suite
+# (make lint: ruff and mypy; make docs: the documentation site, built strictly; CI runs both before the tests)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+BASE := $(VENV)/.installed-base
+DEV := $(VENV)/.installed-dev
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+
+# what the demo needs: memfold and its own dependencies, no extra
+$(BASE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE)
+
+# tests, lint and docs: every extra
+$(DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(DEV) $(BASE)
 
-install: $(STAMP)
+install: $(BASE)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(BIN)/memfold --root .memfold-demo demo
 
-test: $(STAMP)
+test: $(DEV)
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+lint: $(DEV)
+	$(BIN)/ruff check src tests benchmarks docsgen
 	$(BIN)/mypy
 
-.PHONY: install demo test lint
+docs: $(DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+charts: $(DEV)
+	$(BIN)/python benchmarks/report.py
+
+.PHONY: install demo test lint docs charts

@@ -1,7 +1,9 @@
 """memfold: long-term memory for LLM agents — Markdown files as the source of truth,
 hybrid retrieval in Chinese and English, offline by default."""
 
+from .client import AsyncClient, Client
 from .config import Settings, load_settings
+from .engine.async_memory import AsyncMemory
 from .engine.memory import Memory
 from .errors import (
                      ConfigError,
@@ -19,7 +21,7 @@ from .policy import Policy
 
 __version__ = "0.1.0"
 __all__ = [
-    "Memory", "Settings", "load_settings", "Policy",
+    "Memory", "AsyncMemory", "Client", "AsyncClient", "Settings", "load_settings", "Policy",
     "MemoryRecord", "MemoryType", "SearchHit", "Retrieval", "DailyNote", "HistoryEntry", "Message", "AddResult",
     "MemfoldError", "ConfigError", "InvalidInputError", "MemoryIndexError", "NotFoundError", "ProviderError",
     "SecretRefusedError", "ReadOnlyWorkspaceError", "SessionClosedError",

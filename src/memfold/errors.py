@@ -31,6 +31,12 @@ class InvalidInputError(MemfoldError):
     """Input that cannot be stored or parsed (bad type, malformed file, path outside the workspace)."""
 
 
+class ArgumentError(InvalidInputError, TypeError):
+    """A call whose arguments are in the wrong places or mix two meanings (a text given where the
+    namespace id goes, ``content`` and ``data`` both given). Also a ``TypeError``, as Python raises
+    for a call that does not fit a function's signature."""
+
+
 class TooLongError(InvalidInputError):
     """A text is longer than its bound (``limits.py``); the message says how long it is and the bound."""
 
@@ -77,6 +83,27 @@ class ToolsRejected(ProviderResponseError):
     """The chat endpoint refused a request with tools (it has no function calling): ask without them."""
 
 
+class ApiError(MemfoldError):
+    """An error answered by a memfold server that has no closer class (``Client``, ``AsyncClient``):
+    ``status`` (HTTP), ``code`` and ``field`` of the server's error body."""
+
+    def __init__(self, message: str, status: int = 0, code: str = "", field: str | None = None):
+        super().__init__(message)
+        self.status, self.code, self.field = status, code, field
+
+
+class AuthenticationError(ApiError):
+    """The server refused the API key (none given, unknown, wrong or revoked): HTTP 401."""
+
+
+class PermissionDeniedError(ApiError):
+    """The API key may not do this (its scope, or another namespace): HTTP 403."""
+
+
+class ServerUnavailableError(ApiError):
+    """The server could not be reached, or answered 503, after the client's retries."""
+
+
 # a public, non-shadowing alias
 MemoryIndexError = IndexError_
 
@@ -91,6 +118,7 @@ __all__ = [
     "SessionClosedError",
     "SecretRefusedError",
     "InvalidInputError",
+    "ArgumentError",
     "TooLongError",
     "PathRefusedError",
     "TextMatchError",
@@ -102,4 +130,8 @@ __all__ = [
     "ProviderTimeout",
     "ProviderResponseError",
     "ToolsRejected",
+    "ApiError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "ServerUnavailableError",
 ]

@@ -10,6 +10,8 @@ from typing import Any
 
 
 class MemoryType(str, enum.Enum):
+    """The kind of a memory; it decides the section of MEMORY.md (skills go to learnings.md)."""
+
     EVENT = "event"
     PREFERENCE = "preference"
     FACT = "fact"
@@ -32,7 +34,7 @@ class MemoryType(str, enum.Enum):
 
 
 # Where records live. File-backed records have their text in a workspace file;
-# episodic turns are stored in the index database (SPEC §1).
+# episodic turns are stored in the index database, not in MEMORY.md (a digest, not a chat log).
 FILE_MEMORY = "MEMORY.md"
 FILE_LEARNINGS = "learnings.md"
 EPISODIC = ""  # file value of an episodic turn
@@ -155,7 +157,7 @@ class DailyNote:
 class Retrieval:
     """What the read path returns: ranked memories plus recent daily notes.
 
-    With no query, ``full_text`` holds the whole MEMORY.md (SPEC §5.6)."""
+    With no query, ``full_text`` holds the whole MEMORY.md."""
 
     hits: tuple[SearchHit, ...]
     recent_notes: tuple[DailyNote, ...] = ()

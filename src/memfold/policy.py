@@ -1,4 +1,4 @@
-"""Memory policy (SPEC §9): defaults → config ``memory`` block → policy_overrides.json → arguments."""
+"""Memory policy: defaults → config ``memory`` block → policy_overrides.json → arguments."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .errors import ConfigError
 
 @dataclass(frozen=True)
 class Policy:
-    enabled: bool = True  # memory on/off (seed 002): off = nothing read, injected, written; no tools
+    enabled: bool = True  # memory on/off: off = nothing read, injected, written; no tools
     retrieve_limit: int = 10
     recent_days: int = 3
     session_summary_message_threshold: int = 20

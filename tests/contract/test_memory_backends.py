@@ -96,3 +96,40 @@ def test_export_import_into_a_fresh_workspace(open_memory) -> None:  # type: ign
     assert sorted(map(strip, dst.export()), key=key) == sorted(map(strip, rows), key=key)
     assert dst.search("周末爬山", "alice", limit=1)[0].record.content == FACTS[1]
     assert dst.users() == ["alice", "carol"]
+
+
+def test_metadata_filters_delete_all_and_reset(open_memory) -> None:  # type: ignore[no-untyped-def]
+    """``metadata=`` on add, ``filters=`` on search and get_all (tested by the index in SQL),
+    ``delete_all`` of one namespace, a ``reset`` that must be confirmed, and calls about one
+    memory without its namespace."""
+    from memfold.errors import ArgumentError
+
+    mem = open_memory()
+    tea = mem.add("I prefer green tea over coffee", "alice", metadata={"topic": "drinks", "priority": 2}).added[0]
+    hike = mem.add("我喜欢在周末去爬山", "alice", metadata={"topic": "sport", "priority": 7}).added[0]
+    turns = mem.add([{"role": "user", "content": "My dog is called Biscuit"}], "alice",
+                    metadata={"topic": "pets"}, run_id="r1")
+    assert turns.added and all(r.structured_data["topic"] == "pets" and r.source_session_id == "r1" for r in turns.added)
+    mem.add("Bob likes green tea too", "bob", metadata={"topic": "drinks"})
+    assert {r.id for r in mem.get_all("alice", filters={"topic": "drinks"})} == {tea.id}
+    assert {r.id for r in mem.get_all("alice", filters={"priority": {"gte": 5}})} == {hike.id}
+    assert {r.id for r in mem.get_all("alice", filters={"session_id": "r1"})} == {r.id for r in turns.added}
+    hits = mem.search("green tea and the dog Biscuit", "alice", filters={"NOT": [{"topic": "drinks"}]})
+    assert hits and tea.id not in {h.record.id for h in hits}
+    assert [h.record.id for h in mem.search("green tea", "alice", filters={"topic": {"in": ["drinks"]}})] == [tea.id]
+    assert mem.get(hike.id).content == hike.content  # no user given: found in the namespace that holds it
+    assert mem.history(hike.id)[0].action == "add"
+    with pytest.raises(NotFoundError, match="no user_id was given, and neither user 'default' nor any other"):
+        mem.delete("nosuchid0001")
+    with pytest.raises(TypeError, match="was given as user_id"):
+        mem.update(tea.id, "I like dogs")
+    with pytest.raises(ArgumentError, match="needs user_id"):
+        mem.delete_all()
+    with pytest.raises(TypeError, match="confirm=True"):
+        mem.reset()
+    gone = mem.delete_all("alice", filters={"topic": "pets"})
+    assert {r.id for r in gone} == {r.id for r in turns.added}
+    assert len(mem.delete_all("alice")) == 2 and mem.get_all("alice") == []
+    assert "green tea" not in mem.show("alice")  # deleted from the file too
+    assert len(mem.get_all("bob")) == 1
+    assert mem.reset(confirm=True) == 1 and mem.get_all("bob") == []

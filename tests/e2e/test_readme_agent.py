@@ -1,4 +1,4 @@
-"""The README's "Use with an agent" loop, run as written with the OpenAI SDK against the scripted
+"""The "Use with an agent" guide's loop (docs/guides/agents.md), run as written with the OpenAI SDK against the scripted
 OpenAI-compatible server: the model's tool call stores the memory, then it answers."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ..support.openai_server import Reply, ScriptedOpenAIServer, tool_call
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "agents.md").read_text(encoding="utf-8")
 
 
 def _snippet() -> str:
-    section = README[README.index("## Use with an agent"):]
+    section = GUIDE[GUIDE.index("# Use with an agent"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

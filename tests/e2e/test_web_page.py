@@ -138,10 +138,8 @@ def test_sign_in_search_edit_delete_in_a_browser(mem: Memory, root: Path, browse
         assert "阳台" not in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
         assert not [r for r in mem.get_all("alice") if r.id == gone.id]
 
-        by_id("forget-button").click()  # forget by words: preview, then confirm
-        wait(browser, lambda d: by_id("forget-query").is_displayed())
-        by_id("forget-query").send_keys("游泳")
-        by_id("confirm-ok").click()
+        by_id("forget-words").send_keys("游泳")  # forget by words: what would go is shown, then confirmed
+        by_id("forget-button").click()
         wait(browser, lambda d: d.find_elements(By.ID, "forget-list") and by_id("forget-list").is_displayed())
         assert "我每周三晚上去游泳" in by_id("forget-list").text
         assert "游泳" in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")  # a preview deletes nothing
@@ -217,3 +215,187 @@ def test_a_server_without_keys_says_so_and_keeps_the_page_on_reload(mem: Memory,
         browser.refresh()
         wait(browser, lambda d: by_id("signin-form").is_displayed())
         assert not by_id("noauth-hint").is_displayed() and not by_id("app").is_displayed()
+
+
+def sign_in_without_key(drv, url: str, ns: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    drv.get(url + "/")
+    wait(drv, lambda d: d.find_element(By.ID, "noauth-hint").is_displayed())
+    drv.find_element(By.ID, "ns").send_keys(ns)
+    drv.find_element(By.ID, "signin-button").click()
+    wait(drv, lambda d: d.find_element(By.ID, "app").is_displayed() and d.find_elements(By.CSS_SELECTOR, ".mem"))
+
+
+def lines_of(drv, css: str) -> int:
+    """How many lines the element's text takes (one rectangle per line of an inline element)."""
+    return int(drv.execute_script("return document.querySelector(arguments[0]).getClientRects().length", css))
+
+
+def test_sign_in_help_keeps_the_command_on_one_line(mem: Memory, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    mem.init("alice", "en")
+    with LiveServer(create_app(mem)) as srv:
+        for width, lang in ((1280, "en"), (390, "en"), (390, "zh"), (1280, "zh")):
+            browser.set_window_size(width, 900 if width > 400 else 844)
+            browser.get(srv.url + "/")
+            browser.execute_script("localStorage.setItem('mf_lang', arguments[0])", lang)
+            browser.refresh()
+            wait(browser, lambda d: d.find_element(By.ID, "signin-form").is_displayed())
+            code = browser.find_element(By.CSS_SELECTOR, "#signin p code")
+            assert code.text == "memfold keys create --user NAME"
+            assert lines_of(browser, "#signin p code") == 1, f"the command breaks across lines at {width}px ({lang})"
+            width_now = browser.execute_script("return document.documentElement.scrollWidth")
+            assert width_now <= width, f"the sign-in page scrolls sideways at {width}px ({width_now}px)"
+            shots(browser, f"sign-in-{lang}-{width}")
+
+
+def test_each_message_belongs_to_its_action_and_forget_has_its_own_words(mem: Memory, root: Path, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    mem.init("alice", "en")
+    mem.add("I swim every Wednesday evening", "alice")
+    mem.add("My sister Lena lives in Porto", "alice")
+    gone = mem.add("Water the balcony flowers on Saturday", "alice", memory_type="todo").added[0]
+    by_id = lambda i: browser.find_element(By.ID, i)  # noqa: E731
+    shown = lambda: by_id("status").text if by_id("status").is_displayed() else ""  # noqa: E731
+    under = lambda: browser.execute_script(  # noqa: E731
+        "return document.getElementById('status').previousElementSibling.id")
+
+    with LiveServer(create_app(mem, no_auth=True)) as srv:
+        sign_in_without_key(browser, srv.url, "alice")
+        assert shown() == ""
+
+        by_id("new-text").send_keys("password: Tr0ub4dor&3xq9Lk")  # refused: a secret
+        by_id("add-button").click()
+        wait(browser, lambda d: "refused" in shown())
+        assert under() == "add-form" and by_id("status").get_attribute("data-action") == "add"
+        shots(browser, "add-refused")
+        by_id("new-text").clear()
+        by_id("add-button").click()  # an empty add: its own message, the refusal is gone
+        wait(browser, lambda d: shown() == "Type what to remember first.")
+        assert "refused" not in by_id("app").text
+        shots(browser, "add-empty")
+
+        browser.find_element(By.CSS_SELECTOR, f'.mem[data-id="{gone.id}"] button.del').click()
+        wait(browser, lambda d: by_id("confirm").is_displayed())
+        assert shown() == ""  # starting another action clears the last one's message
+        by_id("confirm-ok").click()
+        wait(browser, lambda d: shown() == "Deleted.")
+        by_id("forget-button").click()  # an empty forget says so; "Deleted." is not left standing
+        wait(browser, lambda d: shown() == "Type words of the memories to forget first.")
+        assert under() == "forget-form" and not by_id("confirm").is_displayed()
+
+        by_id("query").send_keys("Lena")  # words in the search box are not what forget uses
+        by_id("forget-words").send_keys("swim")
+        by_id("forget-button").click()
+        wait(browser, lambda d: by_id("confirm").is_displayed() and d.find_elements(By.ID, "forget-list"))
+        assert by_id("confirm-title").text == "Forget 1 memory matching “swim”?"
+        assert by_id("forget-list").text == "I swim every Wednesday evening" and "Lena" not in by_id("confirm").text
+        assert "swim" in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")  # the preview deleted nothing
+        shots(browser, "forget-preview-en")
+        by_id("confirm-cancel").click()
+        wait(browser, lambda d: shown() == "Nothing was forgotten.")
+        assert "swim" in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+        by_id("forget-button").click()
+        wait(browser, lambda d: by_id("confirm").is_displayed() and d.find_elements(By.ID, "forget-list"))
+        by_id("confirm-ok").click()
+        wait(browser, lambda d: shown() == "Forgotten: 1")
+        assert "swim" not in (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
+        assert by_id("forget-words").get_attribute("value") == ""
+        by_id("forget-words").send_keys("zebra saxophone")
+        by_id("forget-button").click()
+        wait(browser, lambda d: shown() == "Nothing matches “zebra saxophone”: nothing was forgotten.")
+        by_id("search-button").click()  # a search clears it
+        wait(browser, lambda d: shown() == "" and "Results for" in by_id("memories").text)
+
+        by_id("lang").click()
+        by_id("forget-words").clear()
+        by_id("forget-words").send_keys("Lena")
+        by_id("forget-button").click()
+        wait(browser, lambda d: by_id("confirm").is_displayed() and d.find_elements(By.ID, "forget-list"))
+        assert by_id("confirm-title").text == "遗忘匹配“Lena”的 1 条记忆？" and by_id("confirm-ok").text == "遗忘"
+        shots(browser, "forget-preview-zh")
+        browser.set_window_size(390, 844)
+        shots(browser, "forget-preview-zh-phone")
+        by_id("confirm-cancel").click()
+        wait(browser, lambda d: shown() == "什么也没有遗忘。")
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"
+        shots(browser, "memories-zh-phone")
+
+
+def stats_rows(drv) -> dict[str, str]:
+    from selenium.webdriver.common.by import By
+
+    terms = drv.find_elements(By.CSS_SELECTOR, "#stats dt")
+    values = drv.find_elements(By.CSS_SELECTOR, "#stats dd")
+    return {a.text: b.text for a, b in zip(terms, values)}
+
+
+def test_stats_read_as_sentences_in_the_pages_language(root: Path, embedder, llm_server, browser, shots):
+    import json
+
+    from selenium.webdriver.common.by import By
+
+    from memfold.config import load_settings
+
+    from ..support.openai_server import Reply
+
+    plain = Memory(root=root, embedder=embedder)
+    plain.init("alice", "en")
+    for text in ("I like oolong tea", "My sister Lena lives in Porto", "I swim every Wednesday evening"):
+        plain.add(text, "alice")
+    plain.add("Buy a present for Anna", "alice", memory_type="todo", importance=0.83)
+    by_id = lambda i: browser.find_element(By.ID, i)  # noqa: E731
+
+    with LiveServer(create_app(plain, no_auth=True)) as srv:  # no LLM configured: no LLM line at all
+        sign_in_without_key(browser, srv.url, "alice")
+        browser.find_element(By.CSS_SELECTOR, '.tab[data-tab="stats"]').click()
+        wait(browser, lambda d: d.find_elements(By.ID, "stats-list"))
+        rows = stats_rows(browser)
+        text = by_id("stats").text
+        for raw in ("avg_importance", "llm_usage", "by_operation", "memory_md_chars", "operations:", "—"):
+            assert raw not in text, f"{raw!r} shown on the stats tab"
+        assert "LLM" not in rows
+        assert rows["Memories"].startswith("4 active · 0 archived")
+        assert rows["Average importance"] == f"{plain.stats('alice')['avg_importance']:.2f}"
+        assert "preference" in rows["By type"] and "todo 1" in rows["By type"]
+        assert rows["MEMORY.md"].endswith("characters · 0 backups") or "backups" in rows["MEMORY.md"]
+        shots(browser, "stats-en")
+        by_id("lang").click()
+        wait(browser, lambda d: "平均重要性" in by_id("stats").text)
+        rows = stats_rows(browser)
+        assert rows["记忆"].startswith("4 条有效") and "待办 1" in rows["按类型"] and "LLM" not in by_id("stats").text
+        shots(browser, "stats-zh")
+        browser.set_window_size(390, 844)
+        wait(browser, lambda d: d.find_elements(By.ID, "stats-list"))
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
+        shots(browser, "stats-zh-phone")
+        browser.set_window_size(1280, 900)
+    plain.close()
+
+    llm = dict(provider="openai", base_url=llm_server.base_url, model="scripted-model", max_retries=0)
+    smart = Memory(settings=load_settings(root, llm=llm), embedder=embedder)
+    extracted = json.dumps({"memories": [{"memory_type": "fact", "content": "The user owns a red bicycle",
+                                          "structured_data": {}, "importance_score": 0.6}]})
+    llm_server.script(Reply(extracted, usage={"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234}))
+    smart.add([{"role": "user", "content": "I ride my red bicycle to work."}], "alice")
+    with LiveServer(create_app(smart, no_auth=True)) as srv:  # an LLM: its use in words and rounded numbers
+        sign_in_without_key(browser, srv.url, "alice")
+        browser.find_element(By.CSS_SELECTOR, '.tab[data-tab="stats"]').click()
+        wait(browser, lambda d: d.find_elements(By.ID, "stats-list"))
+        llm_row = stats_rows(browser)["LLM"]
+        assert llm_row.startswith("1 call, 0 failed, 1,234 tokens"), llm_row
+        assert "model scripted-model" in llm_row and "1,200 prompt, 34 completion" in llm_row
+        assert stats_rows(browser)["Memories"].endswith("1 of them a conversation turn")
+        assert "adding memories: 1 call, 1,234 tokens" in llm_row
+        shots(browser, "stats-llm-en")
+        by_id("lang").click()
+        wait(browser, lambda d: "大模型" in by_id("stats").text)
+        assert stats_rows(browser)["大模型"].startswith("调用 1 次，失败 0 次，共 1,234 个 token")
+        shots(browser, "stats-llm-zh")
+        browser.set_window_size(390, 844)
+        shots(browser, "stats-llm-zh-phone")
+    smart.close()

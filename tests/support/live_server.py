@@ -15,10 +15,10 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, app: Any):
+    def __init__(self, app: Any, port: int | None = None):
         import uvicorn
 
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                                     lifespan="on"))

@@ -28,3 +28,27 @@ def hide_flag_types() -> None:
 
     display_type_rich._memfold_flags_hidden = True  # type: ignore[attr-defined]
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+def plain_usage_names() -> None:
+    """Usage lines name a required argument ``TEXT``, as click always did, not ``{text}``.
+
+    typer 0.26 and later print a required argument in braces and lower case
+    (``memfold add [OPTIONS] {text}``), which reads like a set of choices or a template.
+    An argument with its own metavar keeps it."""
+    try:
+        from typer.core import TyperArgument
+    except ImportError:
+        return
+    original = getattr(TyperArgument, "_usage_display_name", None)
+    if original is None or getattr(original, "_memfold_plain", False):
+        return
+
+    def _usage_display_name(self: Any) -> str:
+        name = self.metavar if self.metavar is not None else str(self.name).upper()
+        if not self.required:
+            name = f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    _usage_display_name._memfold_plain = True  # type: ignore[attr-defined]
+    TyperArgument._usage_display_name = _usage_display_name  # type: ignore[method-assign]

@@ -26,9 +26,12 @@ from . import (
     session_cmd,
 )
 from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime, shell_word
-from .help_compat import hide_flag_types
+from .help_compat import hide_flag_types, plain_usage_names
+from .help_examples import attach as attach_examples
+from .help_examples import overview
 
 hide_flag_types()  # typer >= 0.26 shows "<bool>" for flags in help
+plain_usage_names()  # typer >= 0.26 shows "{text}" for a required argument
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="memfold: long-term memory for LLM agents (Markdown files + hybrid retrieval).")
@@ -274,18 +277,21 @@ def reindex(ctx: typer.Context, user: OneUser = None) -> None:
 @app.command()
 def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
           metrics: bool = typer.Option(False, "--metrics", help="Latency p50/p95/p99 per operation, LLM tokens, "
-                                       "cache hit rate (this process's; the server's at GET /metrics).")) -> None:
+                                       "cache hit rate of the memfold serve and mcp processes running on this "
+                                       "workspace.")) -> None:
     """Counts by type, archived, average importance, file sizes; --metrics: the live metrics."""
     if metrics:
         from ..errors import NoWorkspaceError
-        from ..metrics import summary
+        from ..metrics.exposition import multiprocess_dir
 
         try:
-            mem = runtime(ctx).existing()
-        except NoWorkspaceError as exc:  # the processes' metrics (a server's folder of them) need no workspace
-            err.print(f"{exc} Showing the metrics of the processes only.", markup=False, highlight=False)
-            mem = None
-        m = summary(mem, user)
+            m = metrics_view.live_summary(runtime(ctx).existing(), user)
+        except NoWorkspaceError as exc:
+            if not multiprocess_dir():
+                raise
+            # the workers' metrics in PROMETHEUS_MULTIPROC_DIR need no workspace (and none is made for them)
+            err.print(f"{exc} Showing the metrics of {multiprocess_dir()} only.", markup=False, highlight=False)
+            m = metrics_view.folder_summary(user)
         if as_json:
             print_json(m)
             return
@@ -354,6 +360,7 @@ memory_cmd.register(app)  # memory on|off|status
 serve_cmd.register(app)  # serve, keys create|list|revoke
 maintain_cmd.register(app)  # maintain
 mcp_cmd.register(app)  # mcp [--http]: the memory tools as an MCP server
+attach_examples(app)  # every command's --help ends with examples (help_examples.py)
 
 
 def _os_reason(exc: OSError, path: Any) -> str:
@@ -367,6 +374,9 @@ def _os_reason(exc: OSError, path: Any) -> str:
 
 
 def main() -> None:
+    if len(sys.argv) == 1:  # memfold alone: the common commands, not the whole list
+        sys.stdout.write(overview())
+        return
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:

@@ -5,7 +5,7 @@ Registered on the main app by ``register(app)``."""
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -30,13 +30,37 @@ def maintain(ctx: typer.Context, user: OneUser = None,
             out.print("dry run: nothing is changed", highlight=False)
         for res in run.results:
             out.print(res.summary(), highlight=False)
-            if dry_run and res.archived:
-                out.print(f"  memories: {', '.join(res.archived[:20])}" + (" …" if len(res.archived) > 20 else ""),
-                          highlight=False)
+            for line in change_lines(res.changes):
+                out.print(line, markup=False, highlight=False)
         if not run.results:
             out.print("no namespaces", highlight=False)
     if run.failed:
         sys.exit(1)
+
+
+SHOWN_CHANGES = 50  # changes listed per job (--json lists every one)
+SHOWN_MEMORIES = 5  # memories listed per change
+
+
+def change_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """Each change as a person judges it: what and why, the memories' words, what is written instead
+    and the characters saved."""
+    lines: list[str] = []
+    for c in changes[:SHOWN_CHANGES]:
+        saved = c["chars_saved"]
+        size = ("" if saved is None else f", saves {saved} characters" if saved >= 0
+                else f", adds {-saved} characters")
+        lines.append(f"  - {c['action']} ({c['reason']}{size}):")
+        mems = c["memories"]
+        for m in mems[:SHOWN_MEMORIES]:
+            lines.append(f"      {m['id']}  {m['text']}")
+        if len(mems) > SHOWN_MEMORIES:
+            lines.append(f"      … and {len(mems) - SHOWN_MEMORIES} more")
+        if c["result"] is not None:
+            lines.append(f"    → {c['result']}")
+    if len(changes) > SHOWN_CHANGES:
+        lines.append(f"  … and {len(changes) - SHOWN_CHANGES} more changes (--json lists them all)")
+    return lines
 
 
 def register(app: typer.Typer) -> None:

@@ -34,7 +34,10 @@ def mcp(ctx: typer.Context, user: User = "default",
     if not 0 < port < 65536:
         raise InvalidInputError(f"--port must be between 1 and 65535, got {port}")
     ns = Namespace(guard.user(user), guard.optional_ident(agent, "agent_id"))
+    from ..metrics.shared import Publisher
+
     memory = runtime(ctx).memory()
+    published = Publisher(memory.settings.root, "mcp").start()  # for `memfold stats --metrics` from a shell
     try:
         server = build_server(memory, ns)
         if http:
@@ -48,6 +51,7 @@ def mcp(ctx: typer.Context, user: User = "default",
         else:
             run_stdio(server)  # standard output carries the protocol: nothing else is printed there
     finally:
+        published.stop()
         memory.close()
 
 

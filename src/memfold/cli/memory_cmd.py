@@ -1,4 +1,4 @@
-"""``memfold memory on|off|status``: memory switched on or off for one namespace (seed 002). Off:
+"""``memfold memory on|off|status``: memory switched on or off for one namespace, for users who do not want to be remembered. Off:
 nothing is read, injected or written, and no tools are offered (context building, tools, chat, MCP).
 Registered on the main app by ``register(app)``."""
 
@@ -8,7 +8,8 @@ import typer
 
 from .common import Json, User, out, print_json, runtime
 
-memory_app = typer.Typer(no_args_is_help=True, help="Switch memory on or off for a user (seed 002).")
+memory_app = typer.Typer(no_args_is_help=True,
+                         help="Switch memory on or off for a user (off: nothing read, injected or written).")
 
 
 def _report(ctx: typer.Context, user: str, as_json: bool, changed: str = "") -> None:
@@ -36,7 +37,7 @@ def memory_off(ctx: typer.Context, user: User = "default", as_json: Json = False
 
 @memory_app.command("status")
 def memory_status(ctx: typer.Context, user: User = "default", as_json: Json = False) -> None:
-    """Say whether memory is on or off for a user ([memory] enabled, then the user's own setting)."""
+    """Say whether memory is on or off for a user (the enabled key of the config, then the user's own setting)."""
     runtime(ctx).require_workspace()
     _report(ctx, user, as_json)
 

@@ -1,12 +1,46 @@
 """``memfold stats --metrics``: the live metrics as lines a person reads (``--json``: the dict).
 
-A command line run is a process of its own: its operations are only those of this run, unless
-``PROMETHEUS_MULTIPROC_DIR`` names the folder a ``memfold serve`` with several workers writes to
-(then they are the server's). ``memfold serve`` exposes the live ones at ``GET /metrics``."""
+A command line run is a process of its own, with nothing recorded worth showing: the metrics
+shown are those of the ``memfold serve`` workers and ``memfold mcp`` processes running on the
+same workspace (the files they keep under ``<root>/.metrics``, ``metrics/shared.py``), or with
+``PROMETHEUS_MULTIPROC_DIR`` set those of the processes writing to that folder. When none runs,
+a line says so. ``memfold serve`` exposes the live ones at ``GET /metrics`` too."""
 
 from __future__ import annotations
 
 from typing import Any
+
+NOTHING_RUNS = ("no memfold serve or memfold mcp process is running on {root}: start one and its live "
+                "metrics show here")
+
+
+def live_summary(memory: Any, user_id: str | None) -> dict[str, Any]:
+    """The summary of the running processes' metrics (``running`` False and no operations when none runs)."""
+    from ..metrics import shared, summary
+    from ..metrics.exposition import multiprocess_dir
+
+    root = memory.settings.root
+    docs = shared.running(root)
+    if docs:
+        noun = "process" if len(docs) == 1 else "processes"
+        m = summary(memory, user_id, families=shared.families(docs),
+                    scope=f"{len(docs)} running {noun} of {root}: {shared.describe(docs)}")
+    elif multiprocess_dir():
+        m = summary(memory, user_id)
+    else:
+        m = summary(memory, user_id, families=[], scope=NOTHING_RUNS.format(root=root))
+    m["running"] = bool(docs) or bool(multiprocess_dir())
+    m["processes"] = [{k: d.get(k) for k in ("kind", "pid", "host", "started_at", "written_at")} for d in docs]
+    return m
+
+
+def folder_summary(user_id: str | None) -> dict[str, Any]:
+    """The summary of the processes writing to ``PROMETHEUS_MULTIPROC_DIR``, without a workspace."""
+    from ..metrics import summary
+
+    m = summary(None, user_id)
+    m["running"], m["processes"] = True, []
+    return m
 
 
 def _v(x: Any, unit: str = "") -> str:
@@ -14,6 +48,8 @@ def _v(x: Any, unit: str = "") -> str:
 
 
 def metrics_lines(m: dict[str, Any]) -> list[str]:
+    if m.get("running") is False:
+        return [m["scope"]] + _memory_lines(m)
     lines = [f"metrics of {m['scope']}"]
     lines.append(f"{'operation':<16}{'count':>8}{'errors':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
     rows = list(m["operations"].items()) + [(f"job {k}", v) for k, v in m["maintenance_jobs"].items()]
@@ -27,6 +63,11 @@ def metrics_lines(m: dict[str, Any]) -> list[str]:
     lines.append(f"cache: {c['hits']} hits of {c['lookups']} lookups (hit rate {rate})")
     for kind, per in sorted(c["by_kind"].items()):
         lines.append(f"  {kind}: {per.get('hit', 0)} hit, {per.get('miss', 0)} miss, {per.get('skip', 0)} skipped")
+    return lines + _memory_lines(m)
+
+
+def _memory_lines(m: dict[str, Any]) -> list[str]:
+    lines = []
     for user, s in (m.get("memories") or {}).items():
         by_type = ", ".join(f"{k} {v}" for k, v in sorted(s["by_type"].items())) or "none"
         lines.append(f"memories of {user}: {by_type}; average importance {_v(s['avg_importance'])}")

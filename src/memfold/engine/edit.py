@@ -116,6 +116,22 @@ class Editor:
         self._pins().discard(user_id, [r.content for r in [old, *older]])
         return old
 
+    def delete_many(self, records: Sequence[MemoryRecord], user_id: str, by: str) -> list[MemoryRecord]:
+        """Delete the given memories (active or archived) and every other copy of their words; those
+        another writer deleted meanwhile are skipped. Returns the deleted ones."""
+        st = self._store(user_id)
+        st.sync()
+        done = []
+        for r in records:
+            try:
+                remove(st, r, "delete", {"by": by})
+            except NotFoundError:
+                continue
+            done.append(r)
+        older = purge(st, done)
+        self._pins().discard(user_id, [r.content for r in [*done, *older]])
+        return done
+
     def find(self, query_or_id: str, user_id: str) -> tuple[list[MemoryRecord], bool]:
         """What ``forget`` would delete, and whether it was found by id."""
         st = self._store(user_id)

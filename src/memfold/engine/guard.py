@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import InvalidInputError, SecretRefusedError
+from ..errors import ArgumentError, InvalidInputError, SecretRefusedError
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType, utcnow
 from ..text.memory_markdown import clean_content
 from ..text.secrets import Screened, a_kind, find_secret_in_data, find_secrets, redact, redact_data, screen
@@ -97,6 +97,22 @@ def optional_ident(value: Any, name: str) -> str | None:
 def user(value: Any, name: str = "user_id") -> str:
     """A namespace id (rules in ``workspace.userspace.check_user_id``)."""
     return check_user_id(value, name)
+
+
+def user_arg(value: Any, call: str, text_name: str | None = None) -> str:
+    """The namespace id of a call whose second argument is ``user_id``: a sentence given there
+    (``update(id, "I like dogs")``) is an ``ArgumentError`` (a ``TypeError``) saying where the
+    text goes, never a complaint about an odd user id."""
+    try:
+        return check_user_id(value, "user_id")
+    except InvalidInputError:
+        if not (isinstance(value, str) and " " in value.strip()):
+            raise
+        where = (f"; to pass the text, name it: {call}(..., {text_name}={_shown(value)})" if text_name
+                 else "; pass the namespace as user_id=...")
+        raise ArgumentError(f"{call}(): {_shown(value)} was given as user_id (the argument after the "
+                            f"{'memory id' if call in ('update', 'delete', 'get', 'history') else 'first one'}), "
+                            f"and a user id has no spaces{where}") from None
 
 
 def number(value: Any, name: str, low: float = 0.0, high: float = 1.0) -> float:

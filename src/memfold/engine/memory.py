@@ -9,9 +9,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .. import filters as filters_mod
 from ..cache import cached, cached_queries
 from ..config import Settings, load_settings
-from ..errors import InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
+from ..errors import ArgumentError, InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import Index, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..maintenance.policy_files import PolicyFiles
@@ -41,6 +42,18 @@ from .vector_worker import start_for
 from .write import WritePath
 
 log = logging.getLogger("memfold")
+
+DEFAULT_USER = "default"
+FILTERED_POOL = 1000  # ranked hits a filtered search looks through at most
+
+
+def _one_of(call: str, name: str, value: Any, alias: str, other: Any) -> Any:
+    """The value of an argument that has two names (``content`` / ``data``): one of them, not both."""
+    if other is None:
+        return value
+    if value is not None and value != other:
+        raise ArgumentError(f"{call}(): give {name} or {alias} (the same thing), not both")
+    return other
 
 
 class Memory(AgentCalls, Upkeep):
@@ -92,6 +105,25 @@ class Memory(AgentCalls, Upkeep):
         _tidy(space, pol)  # tries the user lock: outside our own lock (a writer holding it may need ours)
         return st
 
+    def _owner(self, memory_id: str, user_id: str | None, call: str, text_name: str | None = None) -> str:
+        """The namespace of a call about one memory: ``user_id`` when given; else ``default`` when it
+        holds the memory, else the one namespace that does (``NotFoundError`` saying where it looked)."""
+        if user_id is not None:
+            return guard.user_arg(user_id, call, text_name)
+        owners = self.index.owners(memory_id)
+        if not owners:  # perhaps a line written by hand into default's files since the last sync
+            self._store(DEFAULT_USER).sync(wait=False)
+            owners = self.index.owners(memory_id)
+        if not owners:
+            raise NotFoundError(f"no memory {memory_id!r}: no user_id was given, and neither user 'default' nor any "
+                                "other namespace holds it")
+        if DEFAULT_USER in owners:
+            return DEFAULT_USER
+        if len(owners) == 1:
+            return owners[0]
+        raise ArgumentError(f"{call}(): memory {memory_id!r} is known in several namespaces ({', '.join(owners)}); "
+                            "pass user_id=...")
+
     def close(self) -> None:
         """Close the index and the LLM client (the chat model made from the settings), after a
         background compression in progress has finished."""
@@ -135,9 +167,20 @@ class Memory(AgentCalls, Upkeep):
     def add(self, data: str | Sequence[Any], user_id: str = "default", *, memory_type: str | MemoryType | None = None,
             importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
             structured_data: dict[str, Any] | None = None, infer: bool = True,
-            source_ids: Sequence[str] = ()) -> AddResult:
-        """Store a text (one memory) or a list of chat messages (episodic turns + extracted memories)."""
-        user_id = guard.user(user_id)
+            source_ids: Sequence[str] = (), metadata: dict[str, Any] | None = None,
+            run_id: str | None = None, dedupe: bool = True) -> AddResult:
+        """Store a text (one memory) or a list of chat messages (episodic turns + extracted memories).
+        ``metadata``: keys added to the ``structured_data`` of every memory stored (filter on them
+        with ``filters=``); ``run_id``: another name of ``session_id``; ``dedupe=False`` stores each
+        memory as it is, even next to a near-duplicate (an application that keeps items apart by
+        their own keys: a near-duplicate would otherwise be folded into the stored one)."""
+        user_id = guard.user_arg(user_id, "add")
+        metadata = guard.structured_data(metadata, "metadata")
+        check_fields(metadata=metadata)
+        if run_id is not None:
+            if session_id is not None and session_id != run_id:
+                raise ArgumentError("add(): give session_id or run_id (the same thing), not two different ones")
+            session_id = run_id
         data = guard.memory_text(data, "data") if isinstance(data, str) else guard.message_list(data, "data")
         mtype = guard.memory_type(memory_type)
         importance = guard.optional_number(importance, "importance")
@@ -148,7 +191,7 @@ class Memory(AgentCalls, Upkeep):
         source_ids = guard.id_list(source_ids, "source_ids")
         result = self.writer.add(data, user_id, memory_type=mtype, importance=importance, agent_id=agent_id,
                                  session_id=session_id, structured_data=structured_data, infer=infer,
-                                 source_ids=source_ids)
+                                 source_ids=source_ids, metadata=metadata, dedupe=guard.flag(dedupe, "dedupe"))
         if agent_id and result.added:  # SPEC §4.6: pin what the agent saved (raw turns are not pinned)
             self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
         if result.forgotten:  # a forget request in the conversation
@@ -173,25 +216,54 @@ class Memory(AgentCalls, Upkeep):
         st.append([r], vec, [HistoryEntry(r.id, user_id, "add", utcnow(), None, content, {"file": r.file})])
         return r
 
-    def update(self, memory_id: str, user_id: str = "default", *, content: str | None = None,
+    def update(self, memory_id: str, user_id: str | None = None, *, content: str | None = None,
                importance: float | None = None, memory_type: str | MemoryType | None = None,
-               structured_data: dict[str, Any] | None = None) -> MemoryRecord:
+               structured_data: dict[str, Any] | None = None, data: str | None = None,
+               metadata: dict[str, Any] | None = None) -> MemoryRecord:
         """Change a memory's words, importance, type or structure (after a backup); a call that
-        changes nothing writes nothing and returns the memory unchanged."""
+        changes nothing writes nothing and returns the memory unchanged. ``data`` is another name of
+        ``content``, ``metadata`` of ``structured_data``. Without ``user_id`` the memory is looked
+        for in ``default``, then in whichever namespace holds it."""
+        content = _one_of("update", "content", content, "data", data)
+        structured_data = _one_of("update", "structured_data", structured_data, "metadata", metadata)
         importance = guard.optional_number(importance, "importance")
         mtype = guard.memory_type(memory_type)
         structured_data = guard.structured_data(structured_data)
         check_fields(structured_data=structured_data)
         content = guard.optional_text(content, "content")
-        user_id, memory_id = guard.user(user_id), guard.ident(memory_id, "memory_id")
+        memory_id = guard.ident(memory_id, "memory_id")
+        user_id = self._owner(memory_id, user_id, "update", "content")
         return self.editor.update(memory_id, user_id, content=content, importance=importance,
                                   memory_type=mtype, structured_data=structured_data)
 
-    def delete(self, memory_id: str, user_id: str = "default", *, action: str = "delete") -> MemoryRecord:
-        """Delete a memory (active or archived) with every other copy of its words."""
+    def delete(self, memory_id: str, user_id: str | None = None, *, action: str = "delete") -> MemoryRecord:
+        """Delete a memory (active or archived) with every other copy of its words. Without
+        ``user_id`` the memory is looked for in ``default``, then in whichever namespace holds it."""
         if action not in ("delete", "forget"):
             raise InvalidInputError(f"action must be 'delete' or 'forget', got {action!r}")
-        return self.editor.delete(guard.ident(memory_id, "memory_id"), guard.user(user_id), action=action)
+        memory_id = guard.ident(memory_id, "memory_id")
+        user_id = self._owner(memory_id, user_id, "delete")
+        return self.editor.delete(memory_id, user_id, action=action)
+
+    def delete_all(self, user_id: str | None = None, *, filters: dict[str, Any] | None = None) -> list[MemoryRecord]:
+        """Delete every memory of the namespace ``user_id`` (archived ones and turns too), or those
+        that match ``filters``, with every other copy of their words. Returns what was deleted.
+        ``user_id`` must be given: no namespace is emptied by default."""
+        if user_id is None:
+            raise ArgumentError("delete_all() needs user_id=...: it deletes every memory of that namespace")
+        user_id = guard.user_arg(user_id, "delete_all")
+        where = filters_mod.parse(filters)
+        self._store(user_id).sync()
+        rows = self.index.list_records(user_id, active_only=False, where_filter=where)
+        return self.editor.delete_many(rows, user_id, "delete_all")
+
+    def reset(self, *, confirm: bool = False) -> int:
+        """Delete every memory of every namespace of this workspace (``delete_all`` of each); refused
+        unless ``confirm=True``, since nothing brings them back. Returns how many were deleted."""
+        if confirm is not True:
+            raise ArgumentError(f"reset() deletes every memory of every namespace in {self.settings.root}; "
+                                "call reset(confirm=True) if that is what you want")
+        return sum(len(self.delete_all(u)) for u in self.users())
 
     def forget(self, query_or_id: str, user_id: str = "default", *, dry_run: bool = False) -> list[MemoryRecord]:
         """Delete a memory by id, or every memory a query matches (``edit.forget_targets``: all the
@@ -208,12 +280,14 @@ class Memory(AgentCalls, Upkeep):
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
                include_episodic: bool = True, include_archived: bool = False,
-               now: datetime | str | None = None) -> list[SearchHit]:
+               now: datetime | str | None = None, filters: dict[str, Any] | None = None) -> list[SearchHit]:
         """Hybrid search (keywords + vectors, rescored by similarity, recency and importance);
         updates access statistics unless ``record_access=False``; ``include_archived`` searches
         archived memories too (merged, compressed or tidied away); ``now`` (default: the clock) is
-        the moment recency and the query's time expressions ("last week", "上个月") are measured from."""
-        user_id = guard.user(user_id)
+        the moment recency and the query's time expressions ("last week", "上个月") are measured from;
+        ``filters`` keeps the hits that match (``memfold.filters``: structured data, type, dates, importance)."""
+        user_id = guard.user_arg(user_id, "search")
+        where = filters_mod.parse(filters)
         query = guard.text(query, "query")
         if not query.strip():
             raise InvalidInputError("search needs a non-empty query; use retrieve(None) for the whole memory")
@@ -224,22 +298,38 @@ class Memory(AgentCalls, Upkeep):
         record_access = guard.flag(record_access, "record_access")
         include_episodic = guard.flag(include_episodic, "include_episodic")
         include_archived = guard.flag(include_archived, "include_archived")
-        return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
-                                     record_access=record_access, include_episodic=include_episodic,
-                                     include_archived=include_archived, now=guard.timestamp(now, "now"))
+        at = guard.timestamp(now, "now")
+        if where is None:
+            return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
+                                         record_access=record_access, include_episodic=include_episodic,
+                                         include_archived=include_archived, now=at)
+        want = limit or self.policy(user_id).retrieve_limit
+        ask = min(max(4 * want, 20), FILTERED_POOL)
+        while True:  # the ranked hits, widened until enough of them match (the index tests each batch)
+            hits = self.retriever.search(query, user_id, limit=ask, memory_type=memory_type, record_access=False,
+                                         include_episodic=include_episodic, include_archived=include_archived, now=at)
+            ok = self.index.matching_ids(user_id, [h.record.id for h in hits], where) if hits else set()
+            kept = [h for h in hits if h.record.id in ok][:want]
+            if len(kept) >= want or len(hits) < ask or ask >= FILTERED_POOL:
+                break
+            ask = min(4 * ask, FILTERED_POOL)
+        if record_access and kept:
+            self.index.record_access(user_id, [h.record.id for h in kept], at or utcnow())
+        return kept
 
     def retrieve(self, query: str | None, user_id: str = "default", *, limit: int | None = None) -> Retrieval:
-        """Ranked memories plus recent daily notes; with no query the whole MEMORY.md (SPEC §5)."""
+        """Ranked memories plus the last ``recent_days`` of daily notes; with no query, the whole MEMORY.md."""
         user_id = guard.user(user_id)
         query = guard.optional_text(query, "query")
         limit = guard.optional_count(limit, "limit")
         return self.retriever.retrieve(query, user_id, limit=limit)
 
-    def get(self, memory_id: str, user_id: str = "default", *, include_archived: bool = True) -> MemoryRecord:
-        """One memory by id (archived ones too unless ``include_archived=False``); ``NotFoundError`` when there is none."""
+    def get(self, memory_id: str, user_id: str | None = None, *, include_archived: bool = True) -> MemoryRecord:
+        """One memory by id (archived ones too unless ``include_archived=False``); ``NotFoundError`` when there is none.
+        Without ``user_id`` the memory is looked for in ``default``, then in whichever namespace holds it."""
         memory_id = guard.ident(memory_id, "memory_id")
         include_archived = guard.flag(include_archived, "include_archived")
-        user_id = guard.user(user_id)
+        user_id = self._owner(memory_id, user_id, "get")
         st = self._store(user_id)
         st.sync(wait=False)
         found = self.index.get(user_id, [memory_id])
@@ -248,24 +338,29 @@ class Memory(AgentCalls, Upkeep):
         return found[0]
 
     def get_all(self, user_id: str = "default", *, memory_type: str | None = None, include_archived: bool = False,
-                include_episodic: bool = True, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
-        """The namespace's memories, optionally of one type, with archived ones, paged by ``limit``/``offset``."""
+                include_episodic: bool = True, limit: int | None = None, offset: int = 0,
+                filters: dict[str, Any] | None = None) -> list[MemoryRecord]:
+        """The namespace's memories, optionally of one type, with archived ones, paged by ``limit``/``offset``;
+        ``filters``: those that match (``memfold.filters``), tested by the index."""
+        user_id = guard.user_arg(user_id, "get_all")
+        where = filters_mod.parse(filters)
         mtype = guard.memory_type(memory_type)
         memory_type = mtype.value if mtype is not None else None
         include_archived = guard.flag(include_archived, "include_archived")
         include_episodic = guard.flag(include_episodic, "include_episodic")
         limit = guard.optional_count(limit, "limit")
         offset = guard.count(offset, "offset", 0)
-        user_id = guard.user(user_id)
         st = self._store(user_id)
         st.sync(wait=False)
         rows = self.index.list_records(user_id, active_only=not include_archived, memory_type=memory_type,
-                               limit=limit, offset=offset)
+                                       limit=limit, offset=offset, where_filter=where)
         return [r for r in rows if include_episodic or r.file != EPISODIC]
 
-    def history(self, memory_id: str, user_id: str = "default") -> list[HistoryEntry]:
-        """Every change of a memory, oldest first (add, update, edit by hand, merge, archive, delete, forget)."""
-        memory_id, user_id = guard.ident(memory_id, "memory_id"), guard.user(user_id)
+    def history(self, memory_id: str, user_id: str | None = None) -> list[HistoryEntry]:
+        """Every change of a memory, oldest first (add, update, edit by hand, merge, archive, delete, forget).
+        Without ``user_id`` the memory is looked for in ``default``, then in whichever namespace holds it."""
+        memory_id = guard.ident(memory_id, "memory_id")
+        user_id = self._owner(memory_id, user_id, "history")
         self._store(user_id).sync(wait=False)
         entries = self.index.history(user_id, memory_id)
         if not entries:
@@ -312,7 +407,7 @@ class Memory(AgentCalls, Upkeep):
     # ---- conversation: sessions, pin lists, context (SPEC §6-7) ---------------------------------
     @property
     def pin_store(self) -> "PinStore":
-        """The agents' pin lists of every namespace (seed 000), persisted in the index."""
+        """The agents' pin lists of every namespace (the last memories each agent saved), persisted in the index."""
         with self._lock:
             if "_pin_store" not in self.__dict__:
                 self._pin_store = PinStore(self.index, lambda u: self.policy(u).max_recent_memories)
@@ -362,8 +457,9 @@ class Memory(AgentCalls, Upkeep):
                       agent_id: str | None = None, base_prompt: str | None = None,
                       memory_enabled: bool = True, language: str | None = None,
                       tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
-        """The messages to send to the model (SPEC §6); with ``session_id`` the session's summary
-        and recent messages are included, else only memory, pins and the message. ``tools`` (name ->
+        """The messages to send to the model: a system prompt with the relevant memories, then the
+        message; with ``session_id`` the session's summary and recent messages are included, else
+        only memory, pins and the message. ``tools`` (name ->
         what it does; ``MemoryTools.summaries()``): the tools offered, named in the instructions."""
         user_message = guard.text(user_message, "user_message")
         base_prompt = guard.optional_text(base_prompt, "base_prompt")

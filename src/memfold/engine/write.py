@@ -118,7 +118,10 @@ class WritePath:
     def add(self, data: str | Sequence[Any], user_id: str, *, memory_type: str | MemoryType | None = None,
             importance: float | None = None, agent_id: str | None = None, session_id: str | None = None,
             structured_data: dict[str, Any] | None = None, infer: bool = True,
-            source_ids: Sequence[str] = ()) -> AddResult:
+            source_ids: Sequence[str] = (), metadata: dict[str, Any] | None = None, dedupe: bool = True) -> AddResult:
+        """``metadata``: keys added to the ``structured_data`` of every memory this call stores
+        (turns and what is extracted from them alike); without ``dedupe`` every memory is stored as
+        it is, even next to a near-duplicate."""
         if importance is not None and not (0.0 <= float(importance) <= 1.0):
             raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
         mtype = MemoryType.parse(memory_type) if memory_type is not None else None
@@ -214,9 +217,13 @@ class WritePath:
                 last = next((m.timestamp for m in reversed(messages) if m.timestamp), None) or now
                 cands.extend(self._llm_candidates(user_id, calls, source, last, mtype, importance, tuple(all_src),
                                                   agent_id, session_id, warnings, refused))
+        if metadata:
+            cands = [Candidate(c.record.with_(structured_data={**c.record.structured_data, **metadata}), c.origin)
+                     for c in cands]
         store = self._store(user_id)
         try:
-            added, merged = self._dedupe_and_persist(user_id, cands, calls, warnings) if cands else ([], [])
+            added, merged = (([], []) if not cands else self._dedupe_and_persist(user_id, cands, calls, warnings)
+                             if dedupe else self._store_all(user_id, cands))
             forgotten = forget_requests.apply(store, user_id, forgets, self._find_forget, turn_of) if forgets else []
             if added:
                 last_turn = max((turn_of[r.id] for r in added if r.id in turn_of), default=None)
@@ -281,6 +288,18 @@ class WritePath:
             store.sync()
             plan = dedupe.plan(cands, vecs, dedupe.neighbours(store.index, user_id, vecs, threshold), decider)
             return self._execute(user_id, store, plan)
+
+    def _store_all(self, user_id: str, cands: list[Candidate]) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+        """Every candidate stored as it is, with its vector (no near-duplicate check)."""
+        store = self._store(user_id)
+        if self.vectors_later is not None:
+            return self._write_ahead(user_id, store, cands)
+        vecs = store.embedder.embed([rec.embed_text(c.record) for c in cands])
+        history = [HistoryEntry(c.record.id, user_id, "add", utcnow(), None, c.record.content,
+                                {"type": c.record.memory_type.value, "file": c.record.file or "index",
+                                 "origin": c.origin.value}) for c in cands]
+        store.append([c.record for c in cands], vecs, history)
+        return [c.record for c in cands], []
 
     def _write_ahead(self, user_id: str, store: UserStore, cands: list[Candidate]
                      ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError
+from ..filters import Filter
 from ..models import HistoryEntry, MemoryRecord
 from .rows import FileState, RelationRow, StateDoc
 
@@ -53,8 +54,14 @@ class RecordStore(Protocol):
     def get(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]: ...
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
                      memory_type: str | None = None, limit: int | None = None,
-                     offset: int = 0) -> list[MemoryRecord]:
-        """The namespace's rows in the order they were first written."""
+                     offset: int = 0, where_filter: Filter | None = None) -> list[MemoryRecord]:
+        """The namespace's rows in the order they were first written (``where_filter``: those that match it)."""
+        ...
+    def matching_ids(self, user_id: str, ids: Sequence[str], where_filter: Filter) -> set[str]:
+        """The ids among ``ids`` whose rows of the namespace match the filter."""
+        ...
+    def owners(self, memory_id: str) -> list[str]:
+        """The namespaces that hold a row or a history entry of ``memory_id``."""
         ...
     def count(self, user_id: str, *, active_only: bool = True) -> int: ...
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:

@@ -20,9 +20,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import MemoryIndexError
+from ..filters import Filter
 from ..models import HistoryEntry, MemoryRecord
 from . import leases, pg_counter, terms_version
 from .base import IndexItem
+from .filter_sql import to_sql
 from .pg_access import AccessQueue, PgAccess
 from .pg_pool import PgOptions, Pool
 from .pg_rows_mixin import _COL_LIST, _COLS, PgPurgeAndRows
@@ -225,8 +227,13 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             return {r[0] for r in cur.fetchall()}
 
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
-                     memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+                     memory_type: str | None = None, limit: int | None = None, offset: int = 0,
+                     where_filter: Filter | None = None) -> list[MemoryRecord]:
         where, args = ["user_id = %s"], [user_id]
+        if where_filter is not None:
+            cond, more = to_sql(where_filter, "postgres")
+            where.append(cond)
+            args.extend(more)
         if active_only:
             where.append("is_active")
         if file is not None:
@@ -240,6 +247,26 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             cur.execute(f"SELECT {_COLS} FROM memory_rows WHERE {' AND '.join(where)} ORDER BY n "
                         "LIMIT %s OFFSET %s", [*args, limit, max(0, offset)])
             return self._overlay([record_from_row(r) for r in cur.fetchall()])
+
+    def matching_ids(self, user_id: str, ids: Sequence[str], where_filter: Filter) -> set[str]:
+        """The ids among ``ids`` whose rows of the namespace match the filter."""
+        if not ids:
+            return set()
+        cond, more = to_sql(where_filter, "postgres")
+        with self._cur() as cur, self._reading():
+            cur.execute(f"SELECT id FROM memory_rows WHERE user_id = %s AND id = ANY(%s) AND {cond}",
+                        [user_id, list(ids), *more])
+            return {r[0] for r in cur.fetchall()}
+
+    def owners(self, memory_id: str) -> list[str]:
+        """The namespaces that hold a row or a history entry of ``memory_id`` (a memory asked for without its namespace)."""
+        with self._cur() as cur:
+            cur.execute("SELECT DISTINCT user_id FROM user_memories WHERE id = %s", (memory_id,))
+            rows = cur.fetchall()
+            if not rows:
+                cur.execute("SELECT DISTINCT user_id FROM memory_history WHERE memory_id = %s", (memory_id,))
+                rows = cur.fetchall()
+        return sorted(r[0] for r in rows)
 
     def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
         with self._cur() as cur:

@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderChangedError, MemoryIndexError, ReadOnlyWorkspaceError
+from ..filters import Filter
 from ..models import HistoryEntry, MemoryRecord
 from ..workspace.files import FileLock
 from . import leases, terms_version
 from .base import IndexItem
+from .filter_sql import to_sql
 from .record_cache import DEFAULT_SIZE as RECORD_CACHE_SIZE
 from .record_cache import RecordCache
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
@@ -272,8 +274,13 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         return [out[i] for i in asked if i in out]
 
     def list_records(self, user_id: str, *, active_only: bool = True, file: str | None = None,
-                     memory_type: str | None = None, limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+                     memory_type: str | None = None, limit: int | None = None, offset: int = 0,
+                     where_filter: Filter | None = None) -> list[MemoryRecord]:
         where, args = ["user_id = ?"], [user_id]
+        if where_filter is not None:
+            cond, more = to_sql(where_filter, "sqlite")
+            where.append(cond)
+            args.extend(more)
         if active_only:
             where.append("is_active = 1")
         if file is not None:
@@ -285,6 +292,25 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         q = f"SELECT {_COLS} FROM memories WHERE {' AND '.join(where)} ORDER BY rowid LIMIT ? OFFSET ?"
         with self._lock:
             return [record_from_row(r) for r in self._db.execute(q, [*args, -1 if limit is None else limit, offset])]
+
+    def matching_ids(self, user_id: str, ids: Sequence[str], where_filter: Filter) -> set[str]:
+        """The ids among ``ids`` whose rows of the namespace match the filter."""
+        cond, more = to_sql(where_filter, "sqlite")
+        out: set[str] = set()
+        with self._lock:
+            for chunk in range(0, len(ids), 500):
+                part = list(ids[chunk: chunk + 500])
+                q = f"SELECT id FROM memories WHERE user_id = ? AND id IN ({','.join('?' * len(part))}) AND {cond}"
+                out.update(r[0] for r in self._db.execute(q, [user_id, *part, *more]))
+        return out
+
+    def owners(self, memory_id: str) -> list[str]:
+        """The namespaces that hold a row or a history entry of ``memory_id`` (a memory asked for without its namespace)."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT user_id FROM memories WHERE id = ?", (memory_id,)).fetchall()
+            if not rows:
+                rows = self._db.execute("SELECT DISTINCT user_id FROM history WHERE memory_id = ?", (memory_id,)).fetchall()
+        return sorted(r[0] for r in rows)
 
     def content_hashes(self, user_id: str, file: str) -> dict[str, str]:
         with self._lock:

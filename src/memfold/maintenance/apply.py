@@ -147,9 +147,11 @@ def _write_index(store: UserStore, changes: Changes, vectors, job: str) -> None:
 def _append_archive(store: UserStore, lines: list[str]) -> None:
     """Add lines under today's heading of the user's archive.md (a plain file for people to read)."""
     path = store.space.dir / ARCHIVE_FILE
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Archive\n"
+    lang = store.space.language
+    old = md.archive_in(path.read_text(encoding="utf-8"), lang) if path.exists() \
+        else md.ARCHIVE_TITLE.get(lang, md.ARCHIVE_TITLE["en"])
     day = datetime.now(timezone.utc).date().isoformat()
-    block = f"\n## {day}\n\n" + "\n".join(lines) + "\n"
+    block = f"\n## {day}\n\n" + "\n".join(md.archive_line_in(ln, lang) for ln in lines) + "\n"
     try:
         atomic_write(path, old.rstrip("\n") + "\n" + block)
     except OSError as exc:  # the memories are archived in the index either way

@@ -11,16 +11,41 @@ at the next run."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from ..engine.llm_calls import LLMCalls
 from ..engine.store import UserStore
-from ..models import FILE_MEMORY
+from ..models import FILE_MEMORY, MemoryRecord
 from ..policy import Policy
 from ..providers.chat import ChatModel
 from ..workspace.editsafe import split_marker
+
+PREVIEW_CHARS = 80  # a memory's words in a plan are cut at this many characters
+RESULT_CHARS = 200  # the words a change writes, cut at this many
+
+
+def shorten(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """``text`` on one line, cut at ``limit`` characters with an ellipsis."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
+
+
+def planned_change(action: str, reason: str, records: Iterable[MemoryRecord], result: str | None = None,
+                   saved: int | None = None) -> dict[str, Any]:
+    """One change a job makes (or would make) as a person judges it: what it does and why, the
+    memories it takes (id and shortened words), the words it writes instead (None: none, or written
+    by the LLM only when the job runs) and the characters it saves in the memory files (negative:
+    it adds). ``saved`` defaults to the memories' characters minus the result's."""
+    rows = list(records)
+    if saved is None:
+        saved = sum(len(r.content) for r in rows) - len(result or "")
+    return {"action": action, "reason": reason,
+            "memories": [{"id": r.id, "text": shorten(r.content)} for r in rows],
+            "result": shorten(result, RESULT_CHARS) if result is not None else None, "chars_saved": saved}
+
 
 # statuses of a JobResult
 DONE, PLANNED, NOT_DUE, NOTHING, FAILED, BUSY = "done", "planned", "not_due", "nothing", "failed", "busy"
@@ -38,6 +63,7 @@ class JobResult:
     chars_before: int = 0  # characters of what the job touches (MEMORY.md, or the memories it merges)
     chars_after: int = 0
     details: dict[str, Any] = field(default_factory=dict)
+    changes: list[dict[str, Any]] = field(default_factory=list)  # planned_change() of each change made or planned
 
     @property
     def ok(self) -> bool:
@@ -46,7 +72,8 @@ class JobResult:
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "user_id": self.user_id, "status": self.status, "reason": self.reason,
                 "archived": list(self.archived), "created": list(self.created), "chars_before": self.chars_before,
-                "chars_after": self.chars_after, "details": self.details}
+                "chars_after": self.chars_after, "details": self.details,
+                "changes": [dict(c) for c in self.changes]}
 
     def summary(self) -> str:
         """One line for the CLI."""

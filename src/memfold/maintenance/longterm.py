@@ -205,7 +205,9 @@ class LongTermCompression:
         est = n - sum(len(a.record.content) + 40 for a in p.changes.archive if a.record.file == FILE_MEMORY)
         if ctx.dry_run:
             return ctx.result(self.name, PLANNED, "no LLM: would tidy MEMORY.md deterministically",
-                              archived=[a.record.id for a in p.changes.archive], chars_before=n, chars_after=max(0, est))
+                              archived=[a.record.id for a in p.changes.archive], chars_before=n, chars_after=max(0, est),
+                              changes=p.shown)
         tidy.apply_plan(ctx, p, self.name)
         return ctx.result(self.name, DONE, "no LLM: tidied deterministically", archived=[a.record.id for a in p.changes.archive],
-                          created=[r.id for r in p.changes.add], chars_before=n, chars_after=len(ctx.memory_text()))
+                          created=[r.id for r in p.changes.add], chars_before=n, chars_after=len(ctx.memory_text()),
+                          changes=p.shown)

@@ -24,7 +24,7 @@ from ..engine.store import file_for
 from ..errors import ProviderError
 from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
 from .apply import Archive, Changes, apply_changes
-from .base import DONE, FAILED, NOT_DUE, NOTHING, PLANNED, JobContext, JobResult
+from .base import DONE, FAILED, NOT_DUE, NOTHING, PLANNED, JobContext, JobResult, planned_change
 
 log = logging.getLogger("memfold")
 MIN_GROUP = 3  # seed 003: fewer are not compressed
@@ -161,6 +161,18 @@ def ask_llm(ctx: JobContext, calls: LLMCalls, g: Group) -> list[tuple[MemoryReco
     return out
 
 
+def planned(ctx: JobContext, g: Group) -> list[dict[str, Any]]:
+    """A dry run's changes of one group: without an LLM the extractive merge's words (what a run
+    writes); with one, the memories only (the LLM writes the words when the job runs)."""
+    why = f"old {g.memory_type.value} memories not used for {ctx.policy.old_memory_days} days"
+    if ctx.chat is not None:
+        change = planned_change("compress", why + "; the LLM writes 1-3 memories in their place when the job runs",
+                                g.members)
+        change["chars_saved"] = None  # known only when the LLM has answered
+        return [change]
+    return [planned_change("compress", why, sources, new.content) for new, sources in extractive(ctx, g)]
+
+
 class OldMemoryCompression:
     name = "compress_old_memories"
 
@@ -176,7 +188,7 @@ class OldMemoryCompression:
             return ctx.result(self.name, PLANNED, f"would compress {len(gs)} group(s) of old memories "
                               f"({'LLM' if ctx.chat is not None else 'extractive merge'})",
                               archived=[r.id for g in gs for r in g.members], chars_before=sum(g.chars for g in gs),
-                              details={"groups": listing})
+                              details={"groups": listing}, changes=[c for g in gs for c in planned(ctx, g)])
         changes, failures = self._compress(ctx, gs)
         if not changes:
             return ctx.result(self.name, FAILED, "; ".join(failures[:3]) + "; nothing was changed", details={"groups": listing})
@@ -185,9 +197,14 @@ class OldMemoryCompression:
         reason = f"{len(archived)} memories in {len(gs) - len(failures)} group(s) compressed into {len(changes.add)}"
         if failures:
             reason += f"; {len(failures)} group(s) kept for the next run: " + "; ".join(failures[:3])
+        by_id = {a.record.id: a.record for a in changes.archive}
+        shown = [planned_change("compress", f"old {r.memory_type.value} memories not used for "
+                                f"{ctx.policy.old_memory_days} days", [by_id[i] for i in r.source_ids if i in by_id],
+                                r.content) for r in changes.add]
         return ctx.result(self.name, DONE, reason, archived=archived, created=[r.id for r in changes.add],
                           chars_before=sum(len(a.record.content) for a in changes.archive),
-                          chars_after=sum(len(r.content) for r in changes.add), details={"failed_groups": len(failures)})
+                          chars_after=sum(len(r.content) for r in changes.add), details={"failed_groups": len(failures)},
+                          changes=shown)
 
     def _compress(self, ctx: JobContext, gs: list[Group]) -> tuple[Changes, list[str]]:
         changes, failures = Changes(), []

@@ -15,14 +15,16 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
 
 import numpy as np
 
 from ..engine import records as rec
 from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
+from ..text import memory_markdown as md
 from ..workspace.userspace import daily_date
 from .apply import Archive, Changes, apply_changes
-from .base import DONE, NOTHING, PLANNED, STATE_KIND, JobContext, JobResult
+from .base import DONE, NOTHING, PLANNED, STATE_KIND, JobContext, JobResult, planned_change
 
 WEEKS_KEY = "tidy_weeks"  # state document (kind maintenance): the weeks already distilled
 MAX_WEEKS_KEPT = 1000
@@ -41,6 +43,7 @@ class TidyPlan:
     todos: list[tuple[str, str]] = field(default_factory=list)  # (id, reason)
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (archived id, kept id)
     weeks: list[str] = field(default_factory=list)
+    shown: list[dict[str, Any]] = field(default_factory=list)  # planned_change() of each change
 
 
 def todo_finished(r: MemoryRecord, today: date) -> str | None:
@@ -59,6 +62,11 @@ def todo_finished(r: MemoryRecord, today: date) -> str | None:
     if days and max(days) < today:
         return f"expired {max(days).isoformat()}"
     return None
+
+
+def archive_line(r: MemoryRecord, why: str, lang: str = "en") -> str:
+    """The line of archive.md that lists a closed todo and why it was closed, in ``lang``."""
+    return md.archive_line(r.created_at.date().isoformat(), r.content, r.id, why, lang)
 
 
 def _norm(text: str) -> str:
@@ -172,8 +180,8 @@ def _plan(ctx: JobContext) -> TidyPlan:
             if why:
                 out.todos.append((r.id, why))
                 out.changes.archive.append(Archive(r, reason=f"todo {why}"))
-                out.changes.archive_lines.append(f"- {r.created_at.date().isoformat()}: {' '.join(r.content.split())} "
-                                                 f"({why}) <!-- mf:{r.id} -->")
+                out.changes.archive_lines.append(archive_line(r, why, ctx.language))
+                out.shown.append(planned_change("archive", f"todo {why}", [r]))
     leaving = {a.record.id for a in out.changes.archive}
     rest = [r for r in file_rows if r.id not in leaving]
     vectors = {item.record.id: item.vector for item in ctx.store.index.iter_rows(ctx.user_id)
@@ -183,10 +191,15 @@ def _plan(ctx: JobContext) -> TidyPlan:
         out.duplicates.append((old, new))
         out.changes.archive.append(Archive(by_id[old], superseded_by=new, relation="duplicates",
                                            reason="near-duplicate"))
+        out.shown.append(planned_change("merge", "near-duplicate: the newer one stays", [by_id[old]],
+                                        by_id[new].content, saved=len(by_id[old].content)))
     done = (ctx.store.index.get_state(ctx.user_id, STATE_KIND, WEEKS_KEY) or {}).get("weeks") or []
     for label, event in distill_weeks(ctx, done):
         out.weeks.append(label)
         out.changes.add.append(event)
+        notes = ctx.store.index.get(ctx.user_id, list(event.source_ids))  # the daily files stay as they are
+        out.shown.append(planned_change("distill", f"daily notes of week {label}", notes, event.content,
+                                        saved=-len(event.content)))
     return out
 
 
@@ -206,7 +219,7 @@ class Tidy:
         before = chars(a.record for a in p.changes.archive)
         res = ctx.result(self.name, PLANNED if ctx.dry_run else DONE, archived=[a.record.id for a in p.changes.archive],
                          created=[] if ctx.dry_run else [r.id for r in p.changes.add], chars_before=before,
-                         chars_after=chars(p.changes.add), details=details)
+                         chars_after=chars(p.changes.add), details=details, changes=p.shown)
         if ctx.dry_run:
             return res
         apply_plan(ctx, p, self.name)

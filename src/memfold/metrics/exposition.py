@@ -154,11 +154,13 @@ def _counter(families: Iterable[Metric], name: str) -> list[tuple[dict[str, str]
             if s.name == name + "_total"]
 
 
-def summary(memory: Any = None, user_id: str | None = None) -> dict[str, Any]:
+def summary(memory: Any = None, user_id: str | None = None, *, families: Iterable[Metric] | None = None,
+            scope: str | None = None) -> dict[str, Any]:
     """What ``memfold stats --metrics`` shows: per operation count, errors and p50/p95/p99 (ms, from
     the histogram buckets), maintenance jobs, LLM tokens, cache hit rate; with ``memory``, the
-    namespaces' memories by type and average importance (only ``user_id``'s when given, with its hot set)."""
-    families = list(_recorded())
+    namespaces' memories by type and average importance (only ``user_id``'s when given, with its hot set).
+    ``families``: other processes' metrics (``shared.families``) instead of this process's, named by ``scope``."""
+    families = list(_recorded()) if families is None else list(families)
     ops = _histograms(families, "memfold_operation_duration_seconds", "operation")
     jobs = _histograms(families, "memfold_maintenance_job_duration_seconds", "job")
     empty = {"buckets": {}, "count": 0.0, "errors": 0.0, "sum": 0.0}
@@ -172,7 +174,7 @@ def summary(memory: Any = None, user_id: str | None = None) -> dict[str, Any]:
     hits = sum(c["hit"] for c in cache.values())
     lookups = hits + sum(c["miss"] + c["skip"] for c in cache.values())
     out: dict[str, Any] = {
-        "scope": f"all processes writing to {multiprocess_dir()}" if multiprocess_dir() else "this process",
+        "scope": scope or (f"all processes writing to {multiprocess_dir()}" if multiprocess_dir() else "this process"),
         "operations": {op: _latency(ops.get(op, empty)) for op in sorted(set(OPERATIONS) | set(ops))},
         "maintenance_jobs": {job: _latency(h) for job, h in sorted(jobs.items())},
         "llm_tokens": dict(tokens, total=sum(tokens.values())),

@@ -19,7 +19,7 @@ from .. import __version__
 from ..config import Settings, load_settings
 from ..engine.memory import Memory
 from ..errors import ConfigError
-from . import errors, plugins
+from . import background, errors, plugins
 from .auth import KeyCheck
 from .background import maintenance_task, metrics_route
 from .errors import error_body
@@ -29,6 +29,7 @@ from .routes import memories, sessions, system, tools
 log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
 plugins.on_startup(maintenance_task)  # built in: background maintenance
+plugins.on_startup(background.metrics_file)  # built in: this worker's metrics for `memfold stats --metrics` from a shell
 plugins.add_routes(metrics_route)  # built in: GET /metrics
 ENV_NO_AUTH = "MEMFOLD_SERVE_NO_AUTH"  # set by `memfold serve --no-auth` for its workers
 

@@ -1,5 +1,6 @@
 """What the server has built in besides its routes: ``GET /metrics`` (Prometheus text; every
-worker's values added up when ``memfold serve --workers N`` set ``PROMETHEUS_MULTIPROC_DIR``) and
+worker's values added up when ``memfold serve --workers N`` set ``PROMETHEUS_MULTIPROC_DIR``), each
+worker's metrics written under the workspace root for ``memfold stats --metrics``, and
 background maintenance: every worker runs the ``Scheduler`` every ``[server]
 maintenance_interval_minutes`` (0 = never); the per-namespace lease in the index keeps two workers
 (or machines) from running the same namespace's jobs at once."""
@@ -31,6 +32,14 @@ def maintenance_task(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
     scheduler.start()
     log.info("background maintenance every %g minutes", minutes)
     return scheduler.stop
+
+
+def metrics_file(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
+    """Write this worker's metrics under the workspace root while it serves (``metrics/shared.py``),
+    where ``memfold stats --metrics`` run from a shell finds them; return the stop function."""
+    from ..metrics.shared import Publisher
+
+    return Publisher(memory.settings.root, "serve").start().stop
 
 
 def metrics_route(app: "FastAPI", memory: "Memory") -> None:

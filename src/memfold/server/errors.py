@@ -45,6 +45,7 @@ _STATUS: list[tuple[type[MemfoldError], int, str]] = [
 ]
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_input"}
+MAX_LISTED_PROBLEMS = 20  # validation problems named in one 422 message
 _FIELD = re.compile(r"^(?:the )?([a-z_][a-z0-9_]*) (?:must|is|needs|has)\b")
 
 
@@ -121,8 +122,11 @@ def install(app: FastAPI) -> None:
             field, message = names[0], f"the body needs the field{'s' if len(names) > 1 else ''} {', '.join(names)}"
         else:
             message = f"{field}: {first.get('msg', 'invalid value')}"
-        if len(errors) > 1:
-            message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+        others = [f"{_loc_field(e.get('loc', ()))}: {e.get('msg', 'invalid value')}" for e in errors[1:]]
+        if others:  # every problem named, so that one round trip fixes them all (the first ones past a bound)
+            shown = others[:MAX_LISTED_PROBLEMS]
+            more = len(others) - len(shown)
+            message += "; also " + "; ".join(shown) + (f"; and {more} more" if more else "")
         return error_response(422, "invalid_input", message, field)
 
     @app.exception_handler(StarletteHTTPException)

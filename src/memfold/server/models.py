@@ -20,6 +20,7 @@ class ChatMessage(Strict):
 
 
 class AddMemoryRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     text: str | None = Field(None, description="One memory (give text or messages)")
     messages: list[ChatMessage] | None = Field(None, description="Chat messages: episodic turns + extracted memories")
     memory_type: MemoryTypeName | None = None
@@ -27,18 +28,23 @@ class AddMemoryRequest(Strict):
     agent_id: str | None = None
     session_id: str | None = None
     structured_data: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = Field(None, description="Keys added to the structured_data of every memory stored")
     infer: bool = True
     note: bool = Field(False, description="Append text to today's daily note instead of MEMORY.md")
 
 
 class SearchRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     query: str
     limit: int | None = Field(None, ge=1, le=1000)
     memory_type: MemoryTypeName | None = None
     include_episodic: bool = True
+    filters: dict[str, Any] | None = Field(None, description='Keep the hits that match, e.g. '
+                                           '{"topic": "travel", "importance": {"gte": 0.7}} (see memfold.filters)')
 
 
 class UpdateMemoryRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     content: str | None = None
     importance: float | None = Field(None, ge=0, le=1)
     memory_type: MemoryTypeName | None = None
@@ -46,6 +52,7 @@ class UpdateMemoryRequest(Strict):
 
 
 class ForgetRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     query: str = Field(description="A memory id, or words describing what to forget")
     dry_run: bool = False
 
@@ -135,6 +142,7 @@ class SessionMessageRequest(Strict):
 
 
 class ContextRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     user_message: str
     base_prompt: str | None = None
     agent_id: str | None = None

@@ -346,5 +346,56 @@ def replace_entry(text: str, entry: Entry, new_lines: list[str]) -> str:
     return "\n".join(lines[: entry.start] + new_lines + lines[entry.end :])
 
 
+ARCHIVE_TITLE = {"zh": "# 归档\n", "en": "# Archive\n"}  # archive.md: finished todos, for people to read
+_ARCHIVE_WHY = {"zh": {"completed": "已完成", "expired": "已过期 {day}"},
+                "en": {"completed": "completed", "expired": "expired {day}"}}
+
+
+def archive_why(why: str, lang: str = "en") -> str:
+    """Why a todo left MEMORY.md in the user's language: ``completed`` or ``expired YYYY-MM-DD``
+    (the tidy job's words) as 已完成 / 已过期 YYYY-MM-DD for a Chinese memory."""
+    words = _ARCHIVE_WHY.get(lang, _ARCHIVE_WHY["en"])
+    kind, _, day = why.partition(" ")
+    return words[kind].format(day=day) if kind in words else why
+
+
+_ARCHIVE_LINE = {"en": re.compile(r"^- (\d{4}-\d{2}-\d{2}): (.*) \((completed|expired \d{4}-\d{2}-\d{2})\) "
+                                   r"<!-- mf:([A-Za-z0-9_-]{4,40}) -->$"),
+                 "zh": re.compile(r"^- (\d{4}-\d{2}-\d{2})：(.*)（(已完成|已过期 \d{4}-\d{2}-\d{2})） "
+                                   r"<!-- mf:([A-Za-z0-9_-]{4,40}) -->$")}
+_WHY_BACK = {"已完成": "completed", "已过期": "expired"}
+
+
+def archive_in(text: str, lang: str) -> str:
+    """An archive.md written by memfold in the other language, retitled and its lines reworded in
+    ``lang`` (lines a person wrote or changed stay as they are)."""
+    other = "en" if lang == "zh" else "zh"
+    if lang not in ARCHIVE_TITLE or not text.startswith(ARCHIVE_TITLE[other]):
+        return text
+    lines = text.split("\n")
+    lines[0] = ARCHIVE_TITLE[lang].rstrip("\n")
+    return "\n".join(archive_line_in(line, lang) for line in lines)
+
+
+def archive_line_in(line: str, lang: str) -> str:
+    """A line of archive.md in memfold's format of the other language, reworded in ``lang``
+    (any other line as it is)."""
+    other = "en" if lang == "zh" else "zh"
+    m = _ARCHIVE_LINE[other].match(line) if lang in ARCHIVE_TITLE else None
+    if not m:
+        return line
+    kind, _, day = m.group(3).partition(" ")
+    why = _WHY_BACK.get(kind, kind) + (f" {day}" if day else "")
+    return archive_line(m.group(1), m.group(2), m.group(4), why, lang)
+
+
+def archive_line(date: str, content: str, entry_id: str, why: str, lang: str = "en") -> str:
+    """One line of archive.md (the id comment lets a later delete take its words out too)."""
+    text = " ".join(content.split())
+    if lang == "zh":
+        return f"- {date}：{text}（{archive_why(why, lang)}） <!-- mf:{entry_id} -->"
+    return f"- {date}: {text} ({archive_why(why, lang)}) <!-- mf:{entry_id} -->"
+
+
 def daily_header(date: str) -> str:
     return f"# {date}\n\n"

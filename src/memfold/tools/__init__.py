@@ -1,4 +1,4 @@
-"""Memory tools for agents (issue 12): one definition per tool (``registry.TOOLS``: typed input,
+"""Memory tools for agents: one definition per tool (``registry.TOOLS``: typed input,
 typed result, description in English and Chinese, handler calling the ``Memory`` facade), their
 schemas for function-calling APIs and a dispatcher that never raises.
 

@@ -94,7 +94,7 @@ def memory_read(m: Memory, a: MemoryReadInput, ctx: ToolContext) -> ReadResult:
 
 
 def write_file(m: Memory, a: WriteFileInput, ctx: ToolContext) -> StoredResult:
-    """seed 001: a write of MEMORY.md is an append of its new lines, each stored as a memory in the
+    """A write of MEMORY.md is an append of its new lines, each stored as a memory in the
     memory format (typed by the section it was written under); nothing is overwritten."""
     raw = a.path.strip()
     parts = PurePosixPath(raw).parts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -16,6 +17,15 @@ router = APIRouter(prefix="/v1", tags=["memories"])
 UserQuery = Query(None, description="Namespace (default: the key's first namespace)")
 
 
+def one_user(query: str | None, body: str | None) -> str | None:
+    """The namespace of a request that may name it in the query (``?user_id=``) or in the body: once,
+    or twice the same."""
+    if query and body and query != body:
+        raise ApiError(422, "invalid_input", f"user_id is {query!r} in the query and {body!r} in the body; "
+                       "give it once", "user_id")
+    return query or body
+
+
 def memory(request: Request) -> Memory:
     mem: Memory = request.app.state.memory
     return mem
@@ -25,7 +35,7 @@ def memory(request: Request) -> Memory:
 def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
                mem: Memory = Depends(memory)) -> Any:
     """Store a text (one memory, or a daily note with ``note``) or a list of chat messages."""
-    uid = c.user(user_id, "write")
+    uid = c.user(one_user(user_id, body.user_id), "write")
     if (body.text is None) == (body.messages is None):
         raise ApiError(422, "invalid_input", "give either text or messages", "text")
     if body.note:
@@ -36,7 +46,8 @@ def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Cal
                 "redacted": []}
     data: Any = body.text if body.text is not None else [x.model_dump() for x in body.messages or []]
     res = mem.add(data, uid, memory_type=body.memory_type, importance=body.importance, agent_id=body.agent_id,
-                  session_id=body.session_id, structured_data=body.structured_data, infer=body.infer)
+                  session_id=body.session_id, structured_data=body.structured_data, infer=body.infer,
+                  metadata=body.metadata)
     return res.to_dict()
 
 
@@ -44,9 +55,9 @@ def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Cal
 def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
            mem: Memory = Depends(memory)) -> Any:
     """Hybrid search (keywords + vectors), Chinese and English."""
-    uid = c.user(user_id, "read")
+    uid = c.user(one_user(user_id, body.user_id), "read")
     hits = mem.search(body.query, uid, limit=body.limit, memory_type=body.memory_type,
-                      include_episodic=body.include_episodic)
+                      include_episodic=body.include_episodic, filters=body.filters)
     return [h.to_dict() for h in hits]
 
 
@@ -54,11 +65,18 @@ def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = D
 def list_memories(user_id: str | None = UserQuery, memory_type: m.MemoryTypeName | None = None,
                   include_archived: bool = False, include_episodic: bool = True,
                   limit: int | None = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+                  filters: str | None = Query(None, max_length=20_000,
+                                              description='A JSON object: only the memories that match, e.g. '
+                                              '{"topic": "travel"} (see memfold.filters)'),
                   c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """The namespace's memories, newest first, paged."""
     uid = c.user(user_id, "read")
+    try:
+        where = json.loads(filters) if filters else None
+    except ValueError as exc:
+        raise InvalidInputError(f"filters must be a JSON object: {exc}") from None
     rows = mem.get_all(uid, memory_type=memory_type, include_archived=include_archived,
-                       include_episodic=include_episodic, limit=limit, offset=offset)
+                       include_episodic=include_episodic, limit=limit, offset=offset, filters=where)
     return {"memories": [r.to_dict() for r in rows], "limit": limit, "offset": offset}
 
 
@@ -79,7 +97,7 @@ def get_memory(memory_id: str, user_id: str | None = UserQuery, c: Caller = Depe
 def update_memory(memory_id: str, body: m.UpdateMemoryRequest, user_id: str | None = UserQuery,
                   c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """Change a memory's words, importance, type or structure (MEMORY.md is backed up first)."""
-    uid = c.user(user_id, "write")
+    uid = c.user(one_user(user_id, body.user_id), "write")
     return mem.update(memory_id, uid, content=body.content, importance=body.importance,
                       memory_type=body.memory_type, structured_data=body.structured_data).to_dict()
 
@@ -95,7 +113,7 @@ def delete_memory(memory_id: str, user_id: str | None = UserQuery, c: Caller = D
 def forget(body: m.ForgetRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
            mem: Memory = Depends(memory)) -> Any:
     """Delete a memory by id or every memory a query matches; ``dry_run`` only shows them."""
-    uid = c.user(user_id, "read" if body.dry_run else "write")
+    uid = c.user(one_user(user_id, body.user_id), "read" if body.dry_run else "write")
     gone = mem.forget(body.query, uid, dry_run=body.dry_run)
     return {"dry_run": body.dry_run, "memories": [r.to_dict() for r in gone]}
 

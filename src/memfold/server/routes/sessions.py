@@ -11,7 +11,7 @@ from ...engine.memory import Memory
 from ...engine.session import Session
 from .. import models as m
 from ..auth import Caller, caller
-from .memories import UserQuery, memory
+from .memories import UserQuery, memory, one_user
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
@@ -58,7 +58,7 @@ def add_message(session_id: str, body: m.SessionMessageRequest, user_id: str | N
 def session_context(session_id: str, body: m.ContextRequest, user_id: str | None = UserQuery,
                     c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """The messages to send to the model: memory, pins, summary, recent history and the message."""
-    uid = c.user(user_id, "read")
+    uid = c.user(one_user(user_id, body.user_id), "read")
     _known(mem, uid, session_id)
     msgs = mem.build_context(body.user_message, uid, session_id=session_id, agent_id=body.agent_id,
                              base_prompt=body.base_prompt, memory_enabled=body.memory_enabled)
@@ -88,7 +88,7 @@ def clear_session(session_id: str, user_id: str | None = UserQuery, c: Caller = 
 def context(body: m.ContextRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
             mem: Memory = Depends(memory)) -> Any:
     """The messages to send to the model without a session: memory, the agent's pins and the message."""
-    msgs = mem.build_context(body.user_message, c.user(user_id, "read"), agent_id=body.agent_id,
+    msgs = mem.build_context(body.user_message, c.user(one_user(user_id, body.user_id), "read"), agent_id=body.agent_id,
                              base_prompt=body.base_prompt, memory_enabled=body.memory_enabled)
     return {"messages": msgs}
 

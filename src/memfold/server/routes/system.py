@@ -46,8 +46,11 @@ def whoami(c: Caller = Depends(caller)) -> Any:
 
 @router.get("/v1/stats", response_model=dict[str, Any])
 def stats(user_id: str | None = UserQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
-    """Counts by type, archived and episodic rows, average importance, file sizes, LLM usage."""
-    return mem.stats(c.user(user_id, "read"))
+    """Counts by type, archived and episodic rows, average importance, file sizes, LLM usage, and
+    ``llm``: whether an LLM is configured (and its model), so a reader knows what the usage means."""
+    out = mem.stats(c.user(user_id, "read"))
+    out["llm"] = {"configured": mem.chat_model is not None, "model": mem.settings.llm.model or None}
+    return out
 
 
 @router.get("/v1/policy", response_model=dict[str, Any])

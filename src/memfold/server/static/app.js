@@ -7,18 +7,30 @@ const T = {
     signin_help: "Paste an API key made with <code>memfold keys create --user NAME</code>.",
     tab_memories: "Memories", tab_sessions: "Sessions", tab_pins: "Pins", tab_stats: "Stats",
     search_placeholder: "Search memories (中文 or English)", all_types: "All types", search: "Search", show_all: "Show all",
-    add_placeholder: "Remember something new…", add: "Add", forget_words: "Forget by words…",
+    add_placeholder: "Remember something new…", add: "Add", forget_words: "Forget…",
+    forget_placeholder: "Words of the memories to forget…", add_empty: "Type what to remember first.",
+    forget_empty: "Type words of the memories to forget first.", forget_nothing: "Nothing matches “{q}”: nothing was forgotten.",
+    forget_title: "Forget {n} memories matching “{q}”?", forget_title_one: "Forget 1 memory matching “{q}”?",
+    forget_help: "They are removed from the memory files, their history text and backups.", forget_kept: "Nothing was forgotten.",
+    more: "… and {n} more",
     cancel: "Cancel", confirm: "Confirm", edit: "Edit", save: "Save", history: "History", delete: "Delete",
     results_for: "Results for", no_results: "No memories found.", empty: "No memories yet.",
     g_memory: "MEMORY.md", g_learnings: "Learnings", g_notes: "Daily notes", g_turns: "Conversation turns",
     delete_q: "Delete this memory?", delete_help: "It is removed from MEMORY.md, its history text and backups.",
     deleted: "Deleted.", saved: "Saved: MEMORY.md updated.", added: "Added.", unchanged: "Nothing changed.",
-    forget_q: "Forget memories matching…", forget_preview: "These memories would be forgotten:",
-    forget_none: "Nothing matches.", forgotten: "Forgotten", preview: "Preview", importance: "importance",
+    forgotten: "Forgotten", importance: "importance", score: "score",
     no_sessions: "No sessions yet.", summary: "Summary", recent: "Recent messages", no_summary: "No summary yet.",
     no_pins: "No agent has pinned memories yet.", signed_in_as: "signed in", loading: "Loading…",
     bad_key: "This key was refused: ",
     no_auth_hint: "This server checks no key (<code>--no-auth</code>): leave the key empty, name a namespace and sign in.",
+    st_namespace: "Namespace", st_memories: "Memories", st_active: "{n} active", st_turns: "{n} of them conversation turns", st_turns_one: "1 of them a conversation turn",
+    st_archived: "{n} archived", st_by_type: "By type", st_none: "none", st_importance: "Average importance",
+    st_memory_md: "MEMORY.md", st_chars: "{n} characters", st_backups: "{n} backups", st_files: "Memory files",
+    st_search: "Search", st_embedder: "embedder {x}", st_index: "index {x}", st_llm: "LLM", st_model: "model {x}",
+    st_llm_use: "{calls} calls, {failures} failed, {tokens} tokens", st_llm_use_one: "1 call, {failures} failed, {tokens} tokens", st_llm_split: "{p} prompt, {c} completion",
+    st_llm_none: "no calls yet", st_llm_last: "last call {x}",
+    st_llm_op: "{op}: {calls} calls, {tokens} tokens", st_llm_op_one: "{op}: 1 call, {tokens} tokens",
+    ops: { add: "adding memories", maintain: "maintenance", evolve: "policy evolution", summarize: "summaries", session: "sessions" },
     types: {},
   },
   zh: {
@@ -26,18 +38,30 @@ const T = {
     signin_help: "粘贴用 <code>memfold keys create --user NAME</code> 创建的 API 密钥。",
     tab_memories: "记忆", tab_sessions: "会话", tab_pins: "置顶", tab_stats: "统计",
     search_placeholder: "搜索记忆（中文或英文）", all_types: "全部类型", search: "搜索", show_all: "显示全部",
-    add_placeholder: "记住新的内容…", add: "添加", forget_words: "按关键词遗忘…",
+    add_placeholder: "记住新的内容…", add: "添加", forget_words: "遗忘…",
+    forget_placeholder: "要遗忘的记忆中的词语…", add_empty: "请先输入要记住的内容。",
+    forget_empty: "请先输入要遗忘的记忆中的词语。", forget_nothing: "没有匹配“{q}”的记忆，什么也没有遗忘。",
+    forget_title: "遗忘匹配“{q}”的 {n} 条记忆？", forget_title_one: "遗忘匹配“{q}”的 1 条记忆？",
+    forget_help: "它们会从记忆文件、历史文本和备份中移除。", forget_kept: "什么也没有遗忘。",
+    more: "……另有 {n} 条",
     cancel: "取消", confirm: "确认", edit: "编辑", save: "保存", history: "历史", delete: "删除",
     results_for: "搜索结果：", no_results: "没有找到记忆。", empty: "还没有记忆。",
     g_memory: "MEMORY.md", g_learnings: "经验教训", g_notes: "每日笔记", g_turns: "对话原文",
     delete_q: "删除这条记忆？", delete_help: "它会从 MEMORY.md、历史文本和备份中移除。",
     deleted: "已删除。", saved: "已保存：MEMORY.md 已更新。", added: "已添加。", unchanged: "没有变化。",
-    forget_q: "遗忘匹配以下内容的记忆…", forget_preview: "以下记忆将被遗忘：",
-    forget_none: "没有匹配的记忆。", forgotten: "已遗忘", preview: "预览", importance: "重要性",
+    forgotten: "已遗忘", importance: "重要性", score: "得分",
     no_sessions: "还没有会话。", summary: "摘要", recent: "最近的消息", no_summary: "还没有摘要。",
     no_pins: "还没有代理置顶的记忆。", signed_in_as: "已登录", loading: "加载中…",
     bad_key: "密钥被拒绝：",
     no_auth_hint: "此服务器不检查密钥（<code>--no-auth</code>）：密钥留空，填写命名空间后登录。",
+    st_namespace: "命名空间", st_memories: "记忆", st_active: "{n} 条有效", st_turns: "其中 {n} 条是对话原文", st_turns_one: "其中 1 条是对话原文",
+    st_archived: "{n} 条已归档", st_by_type: "按类型", st_none: "无", st_importance: "平均重要性",
+    st_memory_md: "MEMORY.md", st_chars: "{n} 个字符", st_backups: "{n} 个备份", st_files: "记忆文件",
+    st_search: "检索", st_embedder: "向量模型 {x}", st_index: "索引 {x}", st_llm: "大模型", st_model: "模型 {x}",
+    st_llm_use: "调用 {calls} 次，失败 {failures} 次，共 {tokens} 个 token", st_llm_use_one: "调用 1 次，失败 {failures} 次，共 {tokens} 个 token", st_llm_split: "提示 {p}，生成 {c}",
+    st_llm_none: "还没有调用", st_llm_last: "最近一次调用 {x}",
+    st_llm_op: "{op}：调用 {calls} 次，{tokens} 个 token", st_llm_op_one: "{op}：调用 1 次，{tokens} 个 token",
+    ops: { add: "添加记忆", maintain: "维护", evolve: "策略演化", summarize: "摘要", session: "会话" },
     types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记" },
   },
 };
@@ -46,7 +70,12 @@ const $ = (sel) => document.querySelector(sel);
 const S = { key: sessionStorage.getItem("mf_key") || "", ns: sessionStorage.getItem("mf_ns") || "",
             lang: localStorage.getItem("mf_lang") || ((navigator.language || "en").startsWith("zh") ? "zh" : "en"),
             query: "" };
-const t = (k) => (T[S.lang] && T[S.lang][k]) || T.en[k] || k;
+const t = (k, vars) => {
+  let s = (T[S.lang] && T[S.lang][k]) || T.en[k] || k;
+  for (const [name, v] of Object.entries(vars || {})) s = s.split("{" + name + "}").join(String(v));
+  return s;
+};
+const num = (n) => new Intl.NumberFormat(S.lang === "zh" ? "zh-CN" : "en-US").format(Number(n) || 0);
 const typeName = (x) => T[S.lang].types[x] || x;
 
 function el(tag, attrs, ...kids) {
@@ -91,6 +120,14 @@ async function api(method, path, body, key) {
   return data;
 }
 
+// The status line says how the last action went, under that action's row; the next action clears it.
+const STATUS_PLACE = { search: "#search-form", add: "#add-form", forget: "#forget-form" };
+function begin(action) {
+  const s = $("#status");
+  s.textContent = ""; s.className = "status"; s.dataset.action = action || "";
+  const place = $(STATUS_PLACE[action] || "#forget-form");
+  if (place && s.previousElementSibling !== place) place.after(s);
+}
 function status(text, kind) {
   const s = $("#status");
   s.textContent = text; s.className = "status " + (kind || "");
@@ -145,7 +182,7 @@ function memItem(r, score) {
     el("span", { class: "badge " + r.memory_type }, typeName(r.memory_type)),
     el("span", {}, `${t("importance")} ${r.importance.toFixed(2)}`),
     el("span", {}, r.updated_at.slice(0, 10)),
-    score !== undefined ? el("span", {}, `score ${score.toFixed(3)}`) : null,
+    score !== undefined ? el("span", {}, `${t("score")} ${score.toFixed(3)}`) : null,
     el("span", { class: "id" }, r.id));
   const item = el("div", { class: "mem", "data-id": r.id }, text, meta);
   const actions = el("span", { class: "actions" },
@@ -201,6 +238,7 @@ function editMemory(item, r) {
   area.focus();
   cancel.onclick = () => form.replaceWith(text);
   save.onclick = async () => {
+    begin("edit");
     try {
       const updated = await api("PATCH", `/v1/memories/${encodeURIComponent(r.id)}`, { content: area.value });
       status(updated.content === r.content ? t("unchanged") : t("saved"), "ok");
@@ -210,6 +248,7 @@ function editMemory(item, r) {
 }
 
 async function toggleHistory(item, r) {
+  begin("history");
   const old = item.querySelector(".history");
   if (old) { old.remove(); return; }
   try {
@@ -238,6 +277,7 @@ function ask(title, body, okText) {
 }
 
 async function deleteMemory(r) {
+  begin("delete");
   const ok = await ask(t("delete_q"), el("div", {}, el("p", {}, r.content), el("p", { class: "muted" }, t("delete_help"))), t("delete"));
   if (!ok) return;
   try {
@@ -247,19 +287,25 @@ async function deleteMemory(r) {
   } catch (e) { status(e.message, "bad"); }
 }
 
-async function forgetByWords() {
-  const input = el("input", { id: "forget-query", type: "text" });
-  input.value = $("#query").value;
-  if (!(await ask(t("forget_q"), input, t("preview")))) return;
-  const words = input.value.trim();
-  if (!words) return;
+async function forgetByWords(ev) {
+  ev.preventDefault();
+  begin("forget");
+  const words = $("#forget-words").value.trim();
+  if (!words) { status(t("forget_empty"), "bad"); return; }
   try {
-    const preview = await api("POST", "/v1/memories/forget", { query: words, dry_run: true });
-    if (!preview.memories.length) { status(t("forget_none"), "bad"); return; }
+    const preview = await api("POST", "/v1/memories/forget", { query: words, dry_run: true });  // nothing deleted yet
+    const n = preview.memories.length;
+    if (!n) { status(t("forget_nothing", { q: words }), "bad"); return; }
     const ul = el("ul", { id: "forget-list" });
-    for (const r of preview.memories) ul.append(el("li", {}, r.content));
-    if (!(await ask(t("forget_preview"), ul, t("confirm")))) return;
+    for (const r of preview.memories.slice(0, 30)) ul.append(el("li", {}, r.content));
+    if (n > 30) ul.append(el("li", { class: "more" }, t("more", { n: n - 30 })));
+    const body = el("div", {}, ul, el("p", { class: "muted" }, t("forget_help")));
+    if (!(await ask(t(n === 1 ? "forget_title_one" : "forget_title", { n, q: words }), body, t("forget_words").replace(/…$/, "")))) {
+      status(t("forget_kept"));
+      return;
+    }
     const done = await api("POST", "/v1/memories/forget", { query: words, dry_run: false });
+    $("#forget-words").value = "";
     status(`${t("forgotten")}: ${done.memories.length}`, "ok");
     await loadMemories();
   } catch (e) { status(e.message, "bad"); }
@@ -267,8 +313,9 @@ async function forgetByWords() {
 
 async function addMemory(ev) {
   ev.preventDefault();
+  begin("add");
   const text = $("#new-text").value.trim();
-  if (!text) return;
+  if (!text) { status(t("add_empty"), "bad"); return; }
   try {
     await api("POST", "/v1/memories", { text });
     $("#new-text").value = "";
@@ -317,24 +364,40 @@ async function loadPins() {
   }
 }
 
-function readable(v) {
-  if (Array.isArray(v)) return v.map(readable).join(", ");
-  if (v && typeof v === "object") return Object.entries(v).map(([k, x]) => `${k}: ${readable(x)}`).join(", ") || "—";
-  return v === null ? "—" : String(v);
+function stat(dl, label, value, ...sub) {
+  dl.append(el("dt", {}, label), el("dd", {}, value, ...sub.filter(Boolean).map((x) => el("span", { class: "sub" }, x))));
 }
 
 async function loadStats() {
   const box = $("#stats"); box.textContent = "";
   const s = await api("GET", "/v1/stats");
-  const table = el("table", { class: "kv" });
-  for (const [k, v] of Object.entries(s)) {
-    table.append(el("tr", {}, el("td", {}, k), el("td", {}, readable(v))));
+  const dl = el("dl", { class: "stats-grid", id: "stats-list" });
+  stat(dl, t("st_namespace"), s.user_id);
+  stat(dl, t("st_memories"), `${t("st_active", { n: num(s.active) })} · ${t("st_archived", { n: num(s.archived) })}`,
+    s.episodic ? t(s.episodic === 1 ? "st_turns_one" : "st_turns", { n: num(s.episodic) }) : null);
+  const types = Object.entries(s.by_type || {}).sort((a, b) => TYPE_ORDER.indexOf(a[0]) - TYPE_ORDER.indexOf(b[0]));
+  const byType = el("span", {});  // "preference 3 · fact 4": a type and its count stay on one line
+  types.forEach(([k, n], i) => byType.append(i ? " · " : "", el("span", { class: "nowrap" }, `${typeName(k)} ${num(n)}`)));
+  stat(dl, t("st_by_type"), types.length ? byType : t("st_none"));
+  stat(dl, t("st_importance"), typeof s.avg_importance === "number" ? s.avg_importance.toFixed(2) : "—");
+  stat(dl, t("st_memory_md"), `${t("st_chars", { n: num(s.memory_md_chars) })} · ${t("st_backups", { n: num(s.backups) })}`);
+  stat(dl, t("st_files"), num((s.files || []).length), (s.files || []).slice(0, 8).join(", ") + ((s.files || []).length > 8 ? " …" : ""));
+  stat(dl, t("st_search"), `${t("st_embedder", { x: s.embedder })} · ${t("st_index", { x: s.index })}`);
+  const llm = s.llm || {};
+  const u = s.llm_usage || {};
+  if (llm.configured) {  // usage means something only with an LLM: without one, nothing is shown
+    const ops = Object.entries(u.by_operation || {}).map(([op, v]) =>
+      t(v.calls === 1 ? "st_llm_op_one" : "st_llm_op", { op: (T[S.lang].ops || {})[op] || op, calls: num(v.calls), tokens: num(v.total_tokens) }));
+    stat(dl, t("st_llm"), u.calls ? t(u.calls === 1 ? "st_llm_use_one" : "st_llm_use", { calls: num(u.calls), failures: num(u.failures), tokens: num(u.total_tokens) }) : t("st_llm_none"),
+      llm.model ? t("st_model", { x: llm.model }) : null,
+      u.calls ? t("st_llm_split", { p: num(u.prompt_tokens), c: num(u.completion_tokens) }) : null,
+      ...ops, u.last && u.last.at ? t("st_llm_last", { x: String(u.last.at).replace("T", " ").slice(0, 16) + " UTC" }) : null);
   }
-  box.append(table);
+  box.append(dl);
 }
 
 function showTab(name) {
-  status("");
+  begin("");
   document.querySelectorAll(".tab").forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
   document.querySelectorAll(".panel").forEach((p) => { p.hidden = p.id !== "tab-" + name; });
   const load = { memories: loadMemories, sessions: loadSessions, pins: loadPins, stats: loadStats }[name];
@@ -349,11 +412,11 @@ $("#lang").addEventListener("click", () => {
   if (!$("#app").hidden) showTab(document.querySelector(".tab.active").dataset.tab);
 });
 document.querySelectorAll(".tab").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
-$("#search-form").addEventListener("submit", (ev) => { ev.preventDefault(); S.query = $("#query").value.trim(); loadMemories(); });
-$("#clear-search").addEventListener("click", () => { S.query = ""; $("#query").value = ""; loadMemories(); });
-$("#type-filter").addEventListener("change", () => loadMemories());
+$("#search-form").addEventListener("submit", (ev) => { ev.preventDefault(); begin("search"); S.query = $("#query").value.trim(); loadMemories(); });
+$("#clear-search").addEventListener("click", () => { begin("search"); S.query = ""; $("#query").value = ""; loadMemories(); });
+$("#type-filter").addEventListener("change", () => { begin("search"); loadMemories(); });
 $("#add-form").addEventListener("submit", addMemory);
-$("#forget-button").addEventListener("click", forgetByWords);
+$("#forget-form").addEventListener("submit", forgetByWords);
 applyLang();
 if (S.key) {
   api("GET", "/v1/whoami").then(showApp).catch(() => {});

@@ -1,0 +1,1 @@
+"""Call forms of other memory libraries over memfold (``memfold.compat.mem0``)."""

@@ -1,0 +1,1 @@
+"""Framework adapters over memfold, each an extra: ``langgraph``, ``langchain``, ``llamaindex``, ``openai-agents``."""
