@@ -281,17 +281,17 @@ def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
                                        "workspace.")) -> None:
     """Counts by type, archived, average importance, file sizes; --metrics: the live metrics."""
     if metrics:
+        from ..config import resolve_root
         from ..errors import NoWorkspaceError
         from ..metrics.exposition import multiprocess_dir
 
         try:
-            m = metrics_view.live_summary(runtime(ctx).existing(), user)
-        except NoWorkspaceError as exc:
-            if not multiprocess_dir():
-                raise
-            # the workers' metrics in PROMETHEUS_MULTIPROC_DIR need no workspace (and none is made for them)
-            err.print(f"{exc} Showing the metrics of {multiprocess_dir()} only.", markup=False, highlight=False)
-            m = metrics_view.folder_summary(user)
+            mem = runtime(ctx).existing()
+        except NoWorkspaceError as exc:  # the processes' metrics need no workspace (and none is made for them)
+            if multiprocess_dir():
+                err.print(f"{exc} Showing the metrics of {multiprocess_dir()} only.", markup=False, highlight=False)
+            mem = None
+        m = metrics_view.live_summary(mem, user, resolve_root(runtime(ctx).root))
         if as_json:
             print_json(m)
             return

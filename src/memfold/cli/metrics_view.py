@@ -14,12 +14,13 @@ NOTHING_RUNS = ("no memfold serve or memfold mcp process is running on {root}: s
                 "metrics show here")
 
 
-def live_summary(memory: Any, user_id: str | None) -> dict[str, Any]:
-    """The summary of the running processes' metrics (``running`` False and no operations when none runs)."""
+def live_summary(memory: Any, user_id: str | None, root: Any = None) -> dict[str, Any]:
+    """The summary of the running processes' metrics (``running`` False and no operations when none runs);
+    ``memory`` None: no workspace at ``root`` (no memory counts, and nothing runs on it)."""
     from ..metrics import shared, summary
     from ..metrics.exposition import multiprocess_dir
 
-    root = memory.settings.root
+    root = memory.settings.root if memory is not None else root
     docs = shared.running(root)
     if docs:
         noun = "process" if len(docs) == 1 else "processes"
@@ -31,15 +32,6 @@ def live_summary(memory: Any, user_id: str | None) -> dict[str, Any]:
         m = summary(memory, user_id, families=[], scope=NOTHING_RUNS.format(root=root))
     m["running"] = bool(docs) or bool(multiprocess_dir())
     m["processes"] = [{k: d.get(k) for k in ("kind", "pid", "host", "started_at", "written_at")} for d in docs]
-    return m
-
-
-def folder_summary(user_id: str | None) -> dict[str, Any]:
-    """The summary of the processes writing to ``PROMETHEUS_MULTIPROC_DIR``, without a workspace."""
-    from ..metrics import summary
-
-    m = summary(None, user_id)
-    m["running"], m["processes"] = True, []
     return m
 
 
