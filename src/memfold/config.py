@@ -81,6 +81,14 @@ class ServerSettings:
     workers: int = 1  # worker processes (each loads its own embedder; they share the index, keys and sessions)
     max_body_bytes: int = 2_000_000  # a request body above this is refused with 413
     maintenance_interval_minutes: float = 60.0  # background maintenance (memfold maintain's jobs) every N minutes; 0 = never
+    # requests doing engine work (embedding, indexing, searching) at once per worker process; further
+    # requests wait up to busy_wait_seconds for a turn, then get 503 with Retry-After
+    max_concurrent: int = 4
+    busy_wait_seconds: float = 10.0
+    # Host names (comma-separated) the server answers besides the loopback names when it listens on a
+    # loopback address; on another address, when set, the only Host names it answers (DNS-rebinding guard)
+    allowed_hosts: str = ""
+    metrics_namespaces: bool = False  # GET /metrics labels counts by namespace for every scrape (else: admin key only)
 
 
 @dataclass(frozen=True)
@@ -111,11 +119,23 @@ TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 def resolve_root(root: str | os.PathLike[str] | None) -> Path:
     if root:
-        return Path(root).expanduser().resolve()
+        return _folder(Path(root).expanduser().resolve(), "the workspace (--root)")
     env = os.environ.get("MEMFOLD_HOME")
     if env:
-        return Path(env).expanduser().resolve()
-    return (Path.cwd() / ".memfold").resolve()
+        return _folder(Path(env).expanduser().resolve(), "the workspace (MEMFOLD_HOME)")
+    return _folder((Path.cwd() / ".memfold").resolve(), "the workspace")
+
+
+def _folder(path: Path, what: str) -> Path:
+    """``path`` when it is a folder or can be made one (nothing in its way is a file)."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                named = "is a file" if p == path else f"is inside {p}, which is a file"
+                raise ConfigError(f"{what} {path} {named}: give the folder of a memfold workspace "
+                                  "(it is created when missing)")
+            break
+    return path
 
 
 def _read_file(root: Path) -> tuple[dict[str, Any], str]:

@@ -41,6 +41,16 @@ class TooLongError(InvalidInputError):
     """A text is longer than its bound (``limits.py``); the message says how long it is and the bound."""
 
 
+class LimitExceededError(TooLongError):
+    """An input is over its bound (``limits.py``): ``field`` names the input, ``limit`` is the bound and
+    ``size`` what was given (in the bound's unit); ``size_bound`` is False for a shape (nesting) or a
+    parameter's range rather than an amount. Nothing was done."""
+
+    def __init__(self, message: str, *, field: str, limit: int, size: int, size_bound: bool = True):
+        super().__init__(message)
+        self.field, self.limit, self.size, self.size_bound = field, limit, size, size_bound
+
+
 class PathRefusedError(InvalidInputError):
     """A file path given by an agent or a caller names no memory file of the caller's own folder
     (``../``, an absolute path, a symlink out of the folder, another user's file, another kind of file)."""
@@ -120,6 +130,7 @@ __all__ = [
     "InvalidInputError",
     "ArgumentError",
     "TooLongError",
+    "LimitExceededError",
     "PathRefusedError",
     "TextMatchError",
     "MemoryOffError",

@@ -206,6 +206,7 @@ class AddResult:
     warnings: tuple[str, ...] = ()  # what went wrong but lost nothing (an LLM failure: content kept as a note)
     forgotten: tuple[MemoryRecord, ...] = ()  # memories deleted because the input asked to forget them
     redacted: tuple[str, ...] = ()  # pieces of input stored with their secrets replaced by "[redacted]"
+    completed: tuple[MemoryRecord, ...] = ()  # open todos closed because the input said they are done
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -216,4 +217,5 @@ class AddResult:
             "warnings": list(self.warnings),
             "forgotten": [r.to_dict() for r in self.forgotten],
             "redacted": list(self.redacted),
+            "completed": [r.to_dict() for r in self.completed],
         }

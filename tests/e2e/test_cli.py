@@ -90,16 +90,16 @@ def test_ingest_forget_export_import(root: Path, tmp_path: Path):
         {"role": "user", "content": "I prefer window seats on flights.", "turn_id": "t2"},
     ]))
     out = _ok(root, "ingest", str(conv), "--user", "u")
-    assert "u: 3 added" in out  # two user turns + one extracted preference
+    assert "u: 4 added" in out  # two user turns + the extracted family fact and preference
     hits = json.loads(_ok(root, "search", "where does my sister live", "--user", "u", "--json"))
     assert "Lisbon" in hits[0]["content"] and hits[0]["source_ids"] == ["t1"]
     dump = tmp_path / "dump.jsonl"
     _ok(root, "export", str(dump))
-    assert len(dump.read_text().splitlines()) == 3
+    assert len(dump.read_text().splitlines()) == 4
     assert "forgot" in _ok(root, "forget", "window seats", "--user", "u")
     assert "window" not in (root / "u" / "MEMORY.md").read_text()
     other = tmp_path / "other"
-    assert "imported 3 memories" in _ok(other, "import", str(dump))
+    assert "imported 4 memories" in _ok(other, "import", str(dump))
     hits = json.loads(_ok(other, "search", "flights", "--user", "u", "--json"))
     assert any("window seats" in h["content"] for h in hits)
 

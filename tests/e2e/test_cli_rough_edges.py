@@ -96,3 +96,15 @@ def test_no_help_text_is_eaten_as_markup(root: Path):
     assert not eaten, eaten
     page = _ok(root, "serve", "--help")
     assert "server.host in" in " ".join(page.split()), page
+
+
+def test_a_root_that_is_a_file_is_named_as_such(tmp_path):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a workspace", encoding="utf-8")
+    for root, said in ((afile, "is a file"), (afile / "ws", f"is inside {afile}, which is a file")):
+        for args in (("search", "tea"), ("add", "I like tea"), ("serve",)):
+            res = run_cli(root, *args)
+            assert res.returncode != 0
+            assert said in res.stderr and "--root" in res.stderr, res.stderr
+            assert "File exists" not in res.stderr and "Traceback" not in res.stderr
+    assert afile.read_text(encoding="utf-8") == "not a workspace"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from memfold import Memory
@@ -215,6 +216,8 @@ def _free_port() -> int:
 
 def test_streamable_http_server(tmp_path: Path) -> None:
     root = tmp_path / "ws"
+    root.mkdir()
+    (root / "config.toml").write_text('[server]\nallowed_hosts = "memory.example.com"\n', encoding="utf-8")
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "memfold", "--root", str(root), "mcp", "--http", "--port",
                              str(port), "--user", "dora"], env=_env(), stdout=subprocess.PIPE,
@@ -242,6 +245,16 @@ def test_streamable_http_server(tmp_path: Path) -> None:
                 assert "7:40" in (await c.read_resource(URI)).contents[0].text
 
         anyio.run(main)
+        # Host and Origin: the rule memfold serve applies (loopback names and [server] allowed_hosts)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        hdrs = {"Accept": "application/json, text/event-stream"}
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert httpx.post(url, json=ping, headers={**hdrs, "Host": "evil.example"}).status_code == 421
+        assert httpx.post(url, json=ping, headers={**hdrs, "Origin": "http://evil.example"}).status_code == 403
+        for host in ("memory.example.com", f"memory.example.com:{port}", "localhost"):
+            assert httpx.post(url, json=ping, headers={**hdrs, "Host": host}).status_code not in (403, 421), host
+        assert httpx.post(url, json=ping, headers={**hdrs, "Origin": "https://memory.example.com"}).status_code \
+            not in (403, 421)
     finally:
         proc.terminate()
         out, errs = proc.communicate(timeout=30)

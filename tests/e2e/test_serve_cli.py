@@ -85,6 +85,13 @@ def test_no_auth_only_on_loopback_and_said_loudly(root: Path):
         r = httpx.post(url + "/v1/memories", json={"text": "Ravi prefers aisle seats"}, params={"user_id": "ravi"})
         assert r.status_code == 200 and r.json()["added"][0]["user_id"] == "ravi"
         assert httpx.get(url + "/v1/whoami").json()["scope"] == "admin"
+        # no key is checked, so the names are: a page of another site (DNS rebinding) reaches nothing
+        r = httpx.post(url + "/v1/memories", json={"text": "the attacker was here"}, params={"user_id": "ravi"},
+                       headers={"Host": "rebind.example:80"})
+        assert r.status_code == 421 and r.json()["error"]["code"] == "host_refused"
+        r = httpx.get(url + "/v1/memories", params={"user_id": "ravi"}, headers={"Origin": "http://rebind.example"})
+        assert r.status_code == 403 and "Ravi" not in r.text
+        assert "attacker" not in httpx.get(url + "/v1/memory-md", params={"user_id": "ravi"}).text
     finally:
         err = stop(proc)
     assert "NO API KEY IS CHECKED" in err and "WARNING" in err

@@ -134,6 +134,25 @@ def test_full_disk_gives_a_clear_error_and_a_retry_stores_once(small_disk: Path,
         assert len([r for r in m.get_all("alice") if r.content == text]) == 1
 
 
+def test_search_works_on_a_full_disk(small_disk: Path, embedder, caplog):
+    """A search only reads: its access statistics are skipped (with a warning) when the disk is full,
+    and written again once there is room."""
+    root = small_disk / "ws"
+    with Memory(root=root, embedder=embedder) as m:
+        tea = m.add("I like green tea", "alice").added[0].id
+        m.add("My dog is called Bob", "alice")
+        ballast = _fill(small_disk, 0)
+        with caplog.at_level("WARNING", logger="memfold.search"):
+            hits = m.search("green tea", "alice")
+            assert hits and hits[0].record.id == tea
+            assert [h.record.id for h in m.search("green tea", "alice")][0] == tea
+        assert "access statistics not written" in caplog.text and "disk is full" in caplog.text
+        assert m.get(tea, "alice").access_count == 0
+        ballast.unlink()
+        m.search("green tea", "alice")
+        assert m.get(tea, "alice").access_count == 1
+
+
 def test_unreadable_index_error_never_advises_deleting_it(root: Path, embedder):
     root.mkdir(parents=True)
     (root / "index.db").write_bytes(b"this is not a database, but it may hold the only copy of a user's turns" * 50)

@@ -170,7 +170,7 @@ def test_folded_messages_reach_long_term_memory(mem: Memory, root: Path) -> None
     assert s.info["folds"] == 1
     text = (root / "default" / "MEMORY.md").read_text(encoding="utf-8")
     assert "My favorite color is teal" in text and "dentist appointment is on June 12" in text
-    found = mem.get_all(memory_type="fact")
+    found = mem.get_all(memory_type="preference")  # "my favorite X is …" is a preference
     assert any(r.source_session_id == "facts" and r.agent_id == "helper" for r in found)
     # what the session saved for its agent is pinned
     assert any("teal" in p for p in mem.recent_memories("helper"))

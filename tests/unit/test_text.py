@@ -131,3 +131,45 @@ def test_extraction_reads_what_is_liked_most_and_family_names():
     (ex,) = extract("记住这个：我女儿叫小美")
     assert ex.memory_type is MemoryType.FACT and ex.structured_data == {"key": "女儿", "value": "小美"}
     assert classify("我的猫叫咪咪")[1] == {"key": "猫", "value": "咪咪"}
+
+
+def test_command_words_are_taken_off_and_a_bare_command_is_kept():
+    from memfold.text.extraction import strip_command
+
+    cases = {"Remember that my passport expires in June 2027": "my passport expires in June 2027",
+             "FYI, my new address is 12 Elm Street": "my new address is 12 Elm Street",
+             "Please note: I'm allergic to shellfish.": "I'm allergic to shellfish",
+             "帮我记着明天要给银行打电话": "明天要给银行打电话", "请记下：我女儿吃全素。": "我女儿吃全素"}
+    for text, body in cases.items():
+        assert strip_command(text) == (body, True), text
+    for text in ("Remember that", "remember this", "记住", "I remember my first bike", "Noted, thanks"):
+        assert strip_command(text) == (text, False), text
+
+
+def test_done_statements_name_what_is_finished():
+    from memfold.text.extraction import done_statement
+
+    cases = {"done: call the dentist": "call the dentist", "[x] renew passport": "renew passport",
+             "✅ 交电费": "交电费", "pay rent (done)": "pay rent", "finished: the slides": "the slides",
+             "完成了给王经理打电话": "给王经理打电话", "已完成：交电费": "交电费", "报税搞定了": "报税"}
+    for text, what in cases.items():
+        assert done_statement(text) == what, text
+    for text in ("I went running", "Are you done?", "我完成不了", "done", "", "x" * 600):
+        assert done_statement(text) is None, text
+
+
+def test_family_habits_plans_health_work_and_places_are_typed():
+    expected = {"My sister Anna lives in Berlin and works as a nurse.": MemoryType.FACT,
+                "I usually work from home on Fridays.": MemoryType.PATTERN,
+                "I'm planning a trip to Kyoto in April.": MemoryType.EVENT,
+                "我每天早上七点去跑步。": MemoryType.PATTERN, "我下个月要去上海出差。": MemoryType.EVENT,
+                "I'm allergic to peanuts.": MemoryType.FACT, "我在腾讯做产品经理。": MemoryType.FACT,
+                "I grew up in Cork, Ireland.": MemoryType.FACT, "我受不了香菜的味道。": MemoryType.PREFERENCE,
+                "I've got to book the flights for our honeymoon.": MemoryType.TODO}
+    for text, mtype in expected.items():
+        assert [e.memory_type for e in extract(text)] == [mtype], text
+    # a new clause with 我 is a memory of its own; a hypothetical is nothing
+    assert [e.content for e in extract("我对花生过敏，我在腾讯做产品经理。")] == ["我对花生过敏", "我在腾讯做产品经理"]
+    assert extract("如果我有条船，我会叫它海鸥号。") == []
+    for text in ("I'd be happy to help you plan your trip to Kyoto.", "我建议你在飞机上多喝水。", "我在想明天会不会下雨。"):
+        assert extract(text) == [], text

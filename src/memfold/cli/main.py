@@ -113,8 +113,12 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
                 out.print(render.superseded_line(new, old, rel))
     for r in res.merged:
         out.print(f"already known: {r.id} [{r.memory_type.value}] {r.content}")
+    for r in res.completed:
+        out.print(f"completed {r.id} [{r.memory_type.value}] {r.content}")
     for s in res.skipped:
         out.print(f"skipped: {s}")
+    for s in res.warnings:
+        out.print(f"note: {s}")
 
 
 @app.command()
@@ -146,7 +150,7 @@ def ingest(ctx: typer.Context, file: Path = typer.Argument(..., help="JSON list 
     """Ingest a conversation file: every user turn as an episodic memory plus extracted memories."""
     from rich.progress import Progress
 
-    from ..engine.conversations import load_conversation_file
+    from ..engine.conversations import batches, load_conversation_file
 
     convs = load_conversation_file(file)
     m = runtime(ctx).memory()
@@ -157,14 +161,14 @@ def ingest(ctx: typer.Context, file: Path = typer.Argument(..., help="JSON list 
         for c in convs:
             ns = user or c.user_id or "default"
             t = totals.setdefault(ns, {"added": 0, "merged": 0, "refused": 0, "skipped": 0})
-            for session in c.sessions:
-                res = m.add(session, ns, infer=not no_extract)
+            for batch in batches(c.sessions):  # a long session goes in several calls of at most MAX_MESSAGES
+                res = m.add(batch, ns, infer=not no_extract)
                 t["added"] += len(res.added)
                 t["merged"] += len(res.merged)
                 t["refused"] += len(res.refused)
                 t["skipped"] += len(res.skipped)
                 notes.extend(f"{ns}: {n}" for n in res.skipped)
-                bar.advance(task, len(session))
+                bar.advance(task, len(batch))
     if as_json:
         print_json(totals)
         return

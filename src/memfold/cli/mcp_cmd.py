@@ -47,7 +47,7 @@ def mcp(ctx: typer.Context, user: User = "default",
                 err.print(f"warning: {host} is reachable from other machines and the server has no "
                           "authentication: anyone who can connect reads and changes this memory",
                           markup=False, highlight=False)
-            run_http(server, host, port)
+            run_http(server, host, port, memory.settings.server.allowed_hosts)
         else:
             run_stdio(server)  # standard output carries the protocol: nothing else is printed there
     finally:

@@ -52,6 +52,7 @@ def serve(ctx: typer.Context,
         raise InvalidInputError(f"memfold serve needs the server extra ({exc.name} is missing): "
                                 "pip install 'memfold[server]'") from None
     os.environ["MEMFOLD_HOME"] = str(settings.root)  # the workers build their app from it
+    os.environ[server_app.ENV_HOST] = host  # decides the Host/Origin headers the workers answer
     if no_auth:
         os.environ[server_app.ENV_NO_AUTH] = "1"
         err.print(NO_AUTH_BANNER.format(addr=f"http://{host}:{port}", root=settings.root),

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..limits import MAX_MESSAGES
 
 _SESSION = re.compile(r"^session_(\d+)$")
 # where a long turn may be cut, best first: a line break, a sentence end, a space
@@ -49,6 +51,15 @@ class Conversation:
     @property
     def n_messages(self) -> int:
         return sum(len(s) for s in self.sessions)
+
+
+def batches(sessions: list[list[dict[str, Any]]], size: int = MAX_MESSAGES) -> Iterator[list[dict[str, Any]]]:
+    """The sessions as calls of at most ``size`` messages (the bound of one ``add``): a longer session
+    is cut into consecutive batches; each batch's first turn starts its own context (it does not
+    quote the last turn of the batch before)."""
+    for session in sessions:
+        for start in range(0, len(session), size):
+            yield session[start: start + size]
 
 
 def parse_locomo_date(text: str) -> datetime:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, Union
 
 import numpy as np
 
+from ..limits import MAX_SOURCE_IDS
 from ..models import EPISODIC, MemoryRecord, utcnow
 
 if TYPE_CHECKING:
@@ -123,18 +124,52 @@ def same_words(a: MemoryRecord, b: MemoryRecord) -> bool:
     return a.content.strip().lower() == b.content.strip().lower()
 
 
+def _bounded(ids: tuple[str, ...]) -> tuple[str, ...]:
+    """Source ids without repeats, the newest ``MAX_SOURCE_IDS`` of them (a memory said again and
+    again keeps the latest turns that said it)."""
+    return tuple(dict.fromkeys(ids))[-MAX_SOURCE_IDS:]
+
+
 def absorb(keep: MemoryRecord, dup: MemoryRecord) -> MemoryRecord:
     """``keep`` carrying ``dup``'s source ids and the higher importance."""
-    src = tuple(dict.fromkeys(keep.source_ids + dup.source_ids))
+    src = _bounded(keep.source_ids + dup.source_ids)
     return keep.with_(source_ids=src, importance=max(keep.importance, dup.importance), updated_at=utcnow())
 
 
 def merged_record(old: MemoryRecord, new: MemoryRecord, decision: Decision) -> MemoryRecord:
     """The new record carrying the merged content and what both sides knew."""
     return new.with_(content=decision.merged_content, importance=max(old.importance, new.importance),
-                     source_ids=tuple(dict.fromkeys(old.source_ids + new.source_ids)),
+                     source_ids=_bounded(old.source_ids + new.source_ids),
                      structured_data={**old.structured_data, **new.structured_data},
                      confidence=(old.confidence + new.confidence) / 2)
+
+
+BLOCK = 256  # candidates compared with the earlier ones in one product
+
+
+class _Block:
+    """Which earlier candidates of the call are near candidate ``i``: the rows of one block of
+    ``BLOCK`` candidates against the candidates up to the block's end, made when the plan reaches
+    the block (at most ``BLOCK`` × n booleans at a time instead of an n × n matrix)."""
+
+    def __init__(self, vecs: np.ndarray, threshold: float):
+        self.vecs, self.threshold = vecs, threshold
+        self.start = self.end = 0
+        self.near = np.zeros((0, 0), dtype=bool)
+        self.largest = 0  # the most cells one block held (what the planner's memory grows with)
+
+    def row(self, i: int) -> np.ndarray:
+        """near[j] for every earlier candidate j < i."""
+        if i >= self.end:
+            self.start, self.end = i, min(i + BLOCK, len(self.vecs))
+            self.near = (self.vecs[self.start: self.end] @ self.vecs[: self.end].T) >= self.threshold
+            self.largest = max(self.largest, self.near.size)
+        return self.near[i - self.start, :i]
+
+    def changed(self, i: int) -> None:
+        """Candidate ``i`` has a new vector (a merged text): the later rows of the block see it."""
+        if self.start <= i < self.end:
+            self.near[:, i] = (self.vecs[self.start: self.end] @ self.vecs[i]) >= self.threshold
 
 
 # ---- actions ------------------------------------------------------------------------------
@@ -186,7 +221,11 @@ class Plan:
 
 
 def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider: Decider) -> Plan:
-    """What to store and what to do with the stored near-duplicates (no I/O)."""
+    """What to store and what to do with the stored near-duplicates (no I/O).
+
+    The candidates are compared with each other a block of ``BLOCK`` rows at a time (each block
+    against the candidates before its end), so the memory the comparison takes grows linearly
+    with the number of candidates, never with its square."""
     threshold = near.threshold
     cands = list(cands)
     vecs = np.array(vecs, copy=True)
@@ -194,17 +233,16 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
     updates: dict[str, MemoryRecord] = {}  # stored id -> that record with the absorbed source ids
     supersede: list[tuple[int, MemoryRecord, Decision, str | None]] = []  # (i, old, decision, incoming)
     both: list[tuple[int, MemoryRecord, Decision | None]] = []
-    gram = vecs @ vecs.T if len(cands) > 1 else None  # candidates against each other, one product
-    near_pair = gram >= threshold if gram is not None else None  # (a boolean matrix: no list indexing per row)
+    block = _Block(vecs, threshold)
     kept = np.zeros(len(cands), dtype=bool)  # kept[j]: j is in ``keep``
+    lookup = dict(near.existing)  # the stored records, with the absorbed source ids as the plan goes
     for i, c in enumerate(cands):
         if keep and not kept[keep[-1]]:  # the one candidate the previous round kept
             kept[keep[-1]] = True
         episodic = c.record.file == EPISODIC
-        twin = stored_twin(c.record, near.near[i], {**near.existing, **updates}, threshold)
-        if twin is None:  # also look among the earlier candidates of this call (one product, no loop)
-            close: list[int] = np.flatnonzero(near_pair[i, :i] & kept[:i]).tolist() \
-                if keep and near_pair is not None else []
+        twin = stored_twin(c.record, near.near[i], lookup, threshold)
+        if twin is None:  # also look among the earlier candidates of this call (one product per block)
+            close: list[int] = np.flatnonzero(block.row(i) & kept[:i]).tolist() if keep else []
             twin = next((cands[j].record for j in close if (cands[j].record.file == EPISODIC) == episodic), None)
             if twin is not None and not same_words(twin, c.record) and not episodic:
                 both.append((i, twin, None))  # a near-duplicate with different words within one call
@@ -217,7 +255,7 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
             keep.append(i)
             continue
         if episodic or same_words(twin, c.record):
-            updates[twin.id] = absorb(updates.get(twin.id, twin), c.record)
+            updates[twin.id] = lookup[twin.id] = absorb(updates.get(twin.id, twin), c.record)
             continue
         decision = decider.decide(i, twin, c.record)  # a changed near-duplicate
         if decision.verdict is Verdict.MERGE:
@@ -225,9 +263,7 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
             cands[i] = Candidate(merged_record(twin, c.record, decision), c.origin)
             if decision.vector is not None:
                 vecs[i] = decision.vector
-                if gram is not None and near_pair is not None:
-                    gram[i, :] = gram[:, i] = vecs @ decision.vector
-                    near_pair[i, :] = near_pair[:, i] = gram[i, :] >= threshold
+                block.changed(i)
             supersede.append((i, twin, decision, incoming))
         elif decision.verdict is Verdict.REPLACE:
             supersede.append((i, twin, decision, None))

@@ -75,7 +75,7 @@ class Editor:
             text = clean_content(content)
             if not text:
                 raise InvalidInputError("new content is empty; use delete() to remove a memory")
-            check_length("the new content", text, MAX_CONTENT_CHARS)
+            check_length("the new content", text, MAX_CONTENT_CHARS, field="content")
             text = screen_text(text, "the new content").text
             if text != old.content:
                 new = new.with_(content=text)
@@ -166,6 +166,8 @@ class Editor:
             except NotFoundError:  # deleted meanwhile by another thread or process: gone already
                 continue
             done.append(r)
-        older = purge(st, done)  # deleted means deleted: history words, older versions, backups, snapshot
+        # deleted means deleted: history words, older versions, backups, snapshot, and a quoted reply
+        # that repeats the words asked for
+        older = purge(st, done, () if by_id else (query_or_id,))
         self._pins().discard(user_id, [r.content for r in [*done, *older]])
         return done

@@ -82,5 +82,6 @@ def apply(store: UserStore, user_id: str, requests: Sequence[tuple[int, str | No
             store.rewrite(r, None, "forget", detail)
             gone.append(r)
         log.info("forget request %r of %s: %d memories deleted", redact(query or "this"), user_id, len(targets))
-    purge(store, gone)  # deleted means deleted: history words, older versions, backups, snapshot
+    # deleted means deleted: history words, older versions, backups, snapshot, a quoted echo of the words
+    purge(store, gone, [q for _, q in requests if q])
     return gone

@@ -26,18 +26,23 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import ArgumentError, InvalidInputError, SecretRefusedError
+from ..errors import ArgumentError, InvalidInputError, LimitExceededError, SecretRefusedError
+from ..limits import ID, MAX_STRUCTURED_DEPTH, MESSAGE, MESSAGES, RESULTS, SOURCE_IDS, STRUCTURED_BYTES, Bound, json_bytes, over
 from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType, utcnow
 from ..text.memory_markdown import clean_content
 from ..text.secrets import Screened, a_kind, find_secret_in_data, find_secrets, redact, redact_data, screen
 from ..workspace.userspace import check_user_id
 
-MAX_ID_CHARS = 256
 # C0 controls but tab, newline and carriage return; DEL; C1 controls
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _DAILY = re.compile(r"^memory/\d{6}/\d{8}\.md$")
+
+
+def _field(name: str) -> str:
+    """The field an argument's name in a message belongs to ("source_ids[3]" -> "source_ids")."""
+    return re.split(r"[\[ :]", name.strip(), maxsplit=1)[0] or name
 
 
 def _shown(value: Any) -> str:
@@ -85,8 +90,7 @@ def ident(value: Any, name: str) -> str:
         raise InvalidInputError(f"{name} must not contain control characters, got {_shown(value)}")
     if value != value.strip():
         raise InvalidInputError(f"{name} must not start or end with whitespace, got {_shown(value)}")
-    if len(value) > MAX_ID_CHARS:
-        raise InvalidInputError(f"{name} is longer than {MAX_ID_CHARS} characters")
+    over(ID, len(value), name, _field(name))
     return value
 
 
@@ -138,6 +142,15 @@ def optional_count(value: Any, name: str, minimum: int = 1) -> int | None:
     return None if value is None else count(value, name, minimum)
 
 
+def results_limit(value: Any, name: str = "limit", bound: Bound = RESULTS) -> int | None:
+    """How many results to return (None: the default): a whole number from 1 to the bound."""
+    if value is None:
+        return None
+    value = count(value, name)
+    over(bound, value, name, name)
+    return value
+
+
 def flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInputError(f"{name} must be True or False, got {_shown(value)}")
@@ -157,8 +170,10 @@ def memory_type(value: Any, name: str = "memory_type") -> MemoryType | None:
 
 
 def _clean_json(value: Any, name: str, depth: int = 0) -> Any:
-    if depth > 32:
-        raise InvalidInputError(f"{name} is nested deeper than 32 levels")
+    if depth > MAX_STRUCTURED_DEPTH:
+        top = _field(name)
+        raise LimitExceededError(f"{top} is nested deeper than {MAX_STRUCTURED_DEPTH} levels (at {name})", field=top,
+                                 limit=MAX_STRUCTURED_DEPTH, size=depth, size_bound=False)
     if value is None or isinstance(value, bool) or isinstance(value, int):
         return value
     if isinstance(value, float):
@@ -186,13 +201,17 @@ def structured_data(value: Any, name: str = "structured_data") -> dict[str, Any]
         return None
     if not isinstance(value, dict):
         raise InvalidInputError(f"{name} must be a JSON object (dict), got {type(value).__name__} {_shown(value)}")
-    return _clean_json(value, name)
+    clean = _clean_json(value, name)
+    over(STRUCTURED_BYTES, json_bytes(clean), name, _field(name), "keep large documents outside memory and store a "
+                                                                  "reference")
+    return clean
 
 
 def id_list(value: Any, name: str) -> tuple[str, ...]:
     """A list of ids (source turn ids): strings, checked like ``ident``; a single string is refused."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         raise InvalidInputError(f"{name} must be a list of strings, got {type(value).__name__} {_shown(value)}")
+    over(SOURCE_IDS, len(value), name, _field(name))
     return tuple(ident(v, f"{name}[{i}]") for i, v in enumerate(value))
 
 
@@ -256,10 +275,17 @@ def record_row(d: Any, where: str) -> MemoryRecord:
 
 
 def message_list(value: Any, name: str = "data") -> Sequence[Any]:
-    """A list of chat messages (checked one by one by the write path)."""
+    """A list of chat messages, at most ``MAX_MESSAGES`` of them, none longer than
+    ``MAX_MESSAGE_CHARS`` (the write path checks each one's shape, and skips a malformed one)."""
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
         raise InvalidInputError(f"{name} must be a text or a list of messages, got {type(value).__name__} "
                                 f"{_shown(value)}")
+    over(MESSAGES, len(value), "messages in one call", "messages",
+         "send a longer conversation in several calls (`memfold ingest` does)")
+    for i, m in enumerate(value):
+        content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
+        if isinstance(content, str):
+            over(MESSAGE, len(content), f"message {i}", f"messages[{i}].content", "send long documents in parts")
     return value
 
 

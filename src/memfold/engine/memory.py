@@ -204,7 +204,7 @@ class Memory(AgentCalls, Upkeep):
         """Append a bullet to today's daily note ``memory/YYYYMM/YYYYMMDD.md``."""
         user_id = guard.user(user_id)
         content = clean_content(guard.memory_text(text, "text"))
-        check_length("the note", content, MAX_CONTENT_CHARS)
+        check_length("the note", content, MAX_CONTENT_CHARS, field="text")
         if when is not None and not isinstance(when, datetime):
             raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
         content = screen_text(content).text  # secrets redacted; mostly a secret: refused
@@ -291,8 +291,8 @@ class Memory(AgentCalls, Upkeep):
         query = guard.text(query, "query")
         if not query.strip():
             raise InvalidInputError("search needs a non-empty query; use retrieve(None) for the whole memory")
-        check_length("the query", query, MAX_QUERY_CHARS, "search with the words that matter")
-        limit = guard.optional_count(limit, "limit")
+        check_length("the query", query, MAX_QUERY_CHARS, "search with the words that matter", "query")
+        limit = guard.results_limit(limit)
         mtype = guard.memory_type(memory_type)
         memory_type = mtype.value if mtype is not None else None
         record_access = guard.flag(record_access, "record_access")
@@ -321,7 +321,7 @@ class Memory(AgentCalls, Upkeep):
         """Ranked memories plus the last ``recent_days`` of daily notes; with no query, the whole MEMORY.md."""
         user_id = guard.user(user_id)
         query = guard.optional_text(query, "query")
-        limit = guard.optional_count(limit, "limit")
+        limit = guard.results_limit(limit)
         return self.retriever.retrieve(query, user_id, limit=limit)
 
     def get(self, memory_id: str, user_id: str | None = None, *, include_archived: bool = True) -> MemoryRecord:
@@ -348,7 +348,7 @@ class Memory(AgentCalls, Upkeep):
         memory_type = mtype.value if mtype is not None else None
         include_archived = guard.flag(include_archived, "include_archived")
         include_episodic = guard.flag(include_episodic, "include_episodic")
-        limit = guard.optional_count(limit, "limit")
+        limit = guard.results_limit(limit)
         offset = guard.count(offset, "offset", 0)
         st = self._store(user_id)
         st.sync(wait=False)

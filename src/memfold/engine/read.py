@@ -8,6 +8,7 @@ conversation excerpt) is embedded whole plus ``query_last_line_weight`` × its l
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Hashable
 from contextlib import nullcontext
@@ -19,6 +20,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..cache.answers import Prepared
+from ..errors import IndexError_
 from ..index.record_cache import own_copy
 from ..index.rows import with_access
 from ..limits import query_tail
@@ -37,6 +39,8 @@ from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
 from .store import UserStore
+
+log = logging.getLogger("memfold.search")
 
 _HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance")
 # a search makes ~30 hits: each by filling a bare instance's __dict__ when ``fillable`` allows it
@@ -312,7 +316,10 @@ class Retriever:
             if callable(keep):
                 keep(slot, prep)
         if record_access and hits:
-            store.index.record_access(user_id, [h.record.id for h in hits], now)
+            try:
+                store.index.record_access(user_id, [h.record.id for h in hits], now)
+            except IndexError_ as exc:  # a full disk, a read-only file: the answer stands, its statistics wait
+                log.warning("search of %s: access statistics not written: %s", user_id, exc)
         return hits
 
     @staticmethod

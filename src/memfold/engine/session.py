@@ -190,7 +190,7 @@ class Session:
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         content = guard.text(content, "content")
-        check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts")
+        check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts", "content")
         content = redact(content)  # kept in the session state and sent to the summary LLM: never a secret
         with self._guard():
             self._reload()

@@ -259,7 +259,7 @@ class UserStore:
                     raise NotFoundError(f"{record.file} does not exist for user {self.user_id!r}")
 
                 def replace(text: str) -> str:
-                    entry = next((e for e in md.parse(text) if e.id == record.id), None)
+                    entry = md.entry_lines(text, record.id)
                     if entry is None:
                         raise NotFoundError(f"memory {record.id} is not in {record.file}")
                     lines = rec.render_record(new, self.space.language) if new is not None else []
@@ -288,7 +288,7 @@ class UserStore:
             if record.file != EPISODIC:
 
                 def remove(text: str) -> str | None:
-                    entry = next((e for e in md.parse(text) if e.id == record.id), None)
+                    entry = md.entry_lines(text, record.id)
                     return None if entry is None else md.replace_entry(text, entry, [])
 
                 state = self._write_file(record.file, remove, backup=True)

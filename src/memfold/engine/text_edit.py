@@ -56,6 +56,8 @@ def checked_path(space: UserSpace, path: object) -> str:
     if not isinstance(path, str) or not path.strip():
         raise PathRefusedError(f"path must be a non-empty string, got {path!r}")
     rel = path.strip()
+    if any(ord(c) < 32 for c in rel):
+        raise PathRefusedError(f"path {path!r} is refused: it has a control character (a memory file's path has none)")
     if rel.startswith(("/", "\\", "~")) or "\\" in rel or re.match(r"^[A-Za-z]:", rel):
         raise PathRefusedError(f"path {path!r} is refused: give a path inside your memory folder, "
                                "e.g. MEMORY.md, learnings.md or memory/YYYYMM/YYYYMMDD.md")
@@ -79,8 +81,8 @@ def edit_text(store: UserStore, path: str, old_text: str, new_text: str, author:
         raise InvalidInputError("old_text and new_text must be strings")
     if not old_text:
         raise InvalidInputError("old_text must not be empty: copy the exact text to replace from the file")
-    check_length("old_text", old_text, MAX_CONTENT_CHARS, "replace a shorter piece")
-    check_length("new_text", new_text, MAX_CONTENT_CHARS, "write a shorter text")
+    check_length("old_text", old_text, MAX_CONTENT_CHARS, "replace a shorter piece", "old_text")
+    check_length("new_text", new_text, MAX_CONTENT_CHARS, "write a shorter text", "new_text")
     if old_text == new_text:
         raise InvalidInputError("old_text and new_text are the same; nothing to change")
     if _FORGED.search(new_text):

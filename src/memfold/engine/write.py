@@ -19,7 +19,7 @@ from ..text import extraction
 from ..text.forget import find_request
 from ..text.memory_markdown import clean_content
 from ..text.secrets import a_kind, screen
-from . import dedupe, forget_requests, guard, merge
+from . import dedupe, forget_requests, guard, merge, todos
 from . import records as rec
 from .conversations import split_long
 from .dedupe import Candidate, Origin
@@ -134,6 +134,8 @@ class WritePath:
         cands: list[Candidate] = []
         warnings: list[str] = []
         forgets: list[tuple[int, str | None]] = []  # forget requests: (message index, query | None = last add)
+        dones: list[tuple[int, str]] = []  # "done: X": (message index, what is done)
+        completed: list[MemoryRecord] = []
         turn_of: dict[str, int] = {}  # candidate id -> index of the message it came from
         source = SourceTurns()  # what the LLM extracts from
         calls = self.llm.begin()
@@ -152,10 +154,19 @@ class WritePath:
                 if req.query or req.points_back:
                     forgets.append((0, req.query))
             else:
-                t, data_rules = extraction.classify(text) if mtype is None else (mtype, {})
-                cands.append(Candidate(self._record(
-                    user_id, t, text, now, importance if importance is not None else DEFAULT_IMPORTANCE.get(t, 0.5),
-                    structured_data or data_rules, tuple(source_ids), agent_id, session_id), Origin.TEXT))
+                body, explicit = extraction.strip_command(text)  # "remember that …": the words after the command
+                done = extraction.done_statement(body) if mtype in (None, MemoryType.TODO) else None
+                todo = todos.match(self._store(user_id), user_id, done) if done else None
+                if todo is not None:  # "done: X" closes the open todo X instead of being stored
+                    dones.append((0, done or ""))
+                else:
+                    if done:
+                        warnings.append(f"no open todo matches {done!r}; the text was stored as it is")
+                    t, data_rules = extraction.classify(body) if mtype is None else (mtype, {})
+                    default = extraction.EXPLICIT_IMPORTANCE if explicit else DEFAULT_IMPORTANCE.get(t, 0.5)
+                    cands.append(Candidate(self._record(
+                        user_id, t, body, now, importance if importance is not None else default,
+                        structured_data or data_rules, tuple(source_ids), agent_id, session_id), Origin.TEXT))
         else:
             messages, bad = parse_messages(data)
             fplan = forget_requests.plan(messages, USER_ROLES)
@@ -201,7 +212,10 @@ class WritePath:
                         user_id, MemoryType.EVENT, piece, when, importance if importance is not None else 0.3,
                         {"role": m.role, **({"speaker": m.name} if m.name else {})}, src, agent_id, session_id,
                         file=EPISODIC, context=context), Origin.TURN) for piece in pieces)
-                    if infer and calls is None:  # rules; with an LLM, one extraction call below
+                    done = extraction.done_statement(text) if infer else None
+                    if done:  # "done: X": closes the open todo X once the messages are stored
+                        dones.append((i, done))
+                    elif infer and calls is None:  # rules; with an LLM, one extraction call below
                         for ex in extraction.extract(screened.kept):  # the clauses without secrets
                             t = mtype or ex.memory_type
                             cands.append(Candidate(self._record(
@@ -225,6 +239,7 @@ class WritePath:
             added, merged = (([], []) if not cands else self._dedupe_and_persist(user_id, cands, calls, warnings)
                              if dedupe else self._store_all(user_id, cands))
             forgotten = forget_requests.apply(store, user_id, forgets, self._find_forget, turn_of) if forgets else []
+            completed = self._close_todos(store, user_id, dones, added, turn_of, warnings, single=isinstance(data, str))
             if added:
                 last_turn = max((turn_of[r.id] for r in added if r.id in turn_of), default=None)
                 single = len(source.user_text) <= 1
@@ -233,7 +248,27 @@ class WritePath:
         finally:
             self.llm.finish(store, user_id, calls)
         return AddResult(added=tuple(added), merged=tuple(merged), skipped=tuple(skipped), refused=tuple(refused),
-                         warnings=tuple(warnings), forgotten=tuple(forgotten), redacted=tuple(redacted))
+                         warnings=tuple(warnings), forgotten=tuple(forgotten), redacted=tuple(redacted),
+                         completed=tuple(completed))
+
+    @staticmethod
+    def _close_todos(store: UserStore, user_id: str, dones: list[tuple[int, str]], added: list[MemoryRecord],
+                     turn_of: dict[str, int], warnings: list[str], *, single: bool) -> list[MemoryRecord]:
+        """Close the open todo each "done: X" names; todos stored in this call from later messages
+        are spared (they were said after it was done)."""
+        closed: list[MemoryRecord] = []
+        for i, what in dones:
+            later = {r.id for r in added if turn_of.get(r.id, -1) > i} | {r.id for r in closed}
+            todo = todos.match(store, user_id, what, exclude=later)
+            if todo is None:
+                warnings.append(f"{'' if single else f'message {i}: '}no open todo matches {what!r}")
+                continue
+            done = todos.close(store, todo, what)
+            if done is None:
+                warnings.append(f"the todo {todo.id} changed while it was being closed; it is still open")
+            else:
+                closed.append(done)
+        return closed
 
     def _llm_candidates(self, user_id: str, calls: LLMCalls, source: SourceTurns, when: datetime,
                         mtype: MemoryType | None, importance: float | None, src: tuple[str, ...],
@@ -258,7 +293,7 @@ class WritePath:
 
     @staticmethod
     def _check_size(text: str) -> None:
-        check_length("the content", text, MAX_CONTENT_CHARS)
+        check_length("the text", text, MAX_CONTENT_CHARS, field="text")
 
     @staticmethod
     def _record(user_id: str, t: MemoryType, content: str, when: datetime, importance: float,

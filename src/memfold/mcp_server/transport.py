@@ -22,10 +22,20 @@ def run_stdio(server: Server[Any]) -> None:
     anyio.run(main)
 
 
-def run_http(server: Server[Any], host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted. On a loopback host the
-    SDK's DNS-rebinding protection accepts only local Host and Origin headers."""
+def run_http(server: Server[Any], host: str = "127.0.0.1", port: int = 8765, allowed_hosts: str = "") -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted. The SDK checks Host and
+    Origin by ``memfold.server.origins`` (the rule ``memfold serve`` applies): on a loopback host
+    only local names and ``allowed_hosts``."""
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    from ..server.origins import host_rule
+
+    rule = host_rule(host, allowed_hosts)
+    if rule.names is None:
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    else:
+        hosts, origins = rule.sdk_patterns()
+        security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=origins)
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host, transport_security=security)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -40,29 +40,51 @@ def prepare_multiprocess(folder: str | os.PathLike[str]) -> str:
 
 
 class MemoryCollector:
-    """Scrape-time gauges of a ``Memory``: active memories by type and average importance per namespace."""
+    """Scrape-time gauges of a ``Memory``: active memories by type, archived memories and average
+    importance, per namespace with ``per_namespace`` (user ids are personal data: only for a scrape
+    that may see them), else added up over the namespaces; and the number of namespaces."""
 
-    def __init__(self, memory: Any):
-        self.memory = memory
+    def __init__(self, memory: Any, per_namespace: bool = True):
+        self.memory, self.per_namespace = memory, per_namespace
 
     def collect(self) -> Iterator[Metric]:
-        by_type = GaugeMetricFamily("memfold_memories", "Active memories by namespace and type",
-                                    labels=["user_id", "memory_type"])
+        ns = ["user_id"] if self.per_namespace else []
+        by_type = GaugeMetricFamily("memfold_memories", "Active memories by type" + (" and namespace" if ns else ""),
+                                    labels=[*ns, "memory_type"])
         archived = GaugeMetricFamily("memfold_memories_archived", "Archived (replaced or merged) memories",
-                                     labels=["user_id"])
-        importance = GaugeMetricFamily("memfold_average_importance", "Average importance of a namespace's memories",
-                                       labels=["user_id"])
-        for user_id, s in namespace_stats(self.memory):
+                                     labels=ns)
+        importance = GaugeMetricFamily("memfold_average_importance", "Average importance of the memories"
+                                       + (" of a namespace" if ns else ""), labels=ns)
+        users = sorted(self.memory.index.user_ids())
+        namespaces = GaugeMetricFamily("memfold_namespaces", "Namespaces in the index", value=float(len(users)))
+        types: dict[str, float] = {}
+        archived_n = weight = weighted = 0.0
+        for user_id, s in namespace_stats(self.memory, users=users):
+            labels = [user_id] if ns else []
             for mtype, n in sorted((s.get("by_type") or {}).items()):
-                by_type.add_metric([user_id, str(mtype)], float(n))
-            archived.add_metric([user_id], float(s.get("archived") or 0))
+                types[str(mtype)] = types.get(str(mtype), 0.0) + float(n)
+                if ns:
+                    by_type.add_metric([*labels, str(mtype)], float(n))
+            archived_n += float(s.get("archived") or 0)
+            if ns:
+                archived.add_metric(labels, float(s.get("archived") or 0))
             if s.get("avg_importance") is not None:
-                importance.add_metric([user_id], float(s["avg_importance"]))
-        yield from (by_type, archived, importance)
+                rows = float(s.get("total") or 1)  # the namespace's average is over its rows
+                weight, weighted = weight + rows, weighted + rows * float(s["avg_importance"])
+                if ns:
+                    importance.add_metric(labels, float(s["avg_importance"]))
+        if not ns:
+            for mtype, n in sorted(types.items()):
+                by_type.add_metric([mtype], n)
+            archived.add_metric([], archived_n)
+            if weight > 0:
+                importance.add_metric([], weighted / weight)
+        yield from (by_type, archived, importance, namespaces)
 
 
-def namespace_stats(memory: Any, user_id: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    users = [user_id] if user_id else sorted(memory.index.user_ids())[:MAX_NAMESPACES]
+def namespace_stats(memory: Any, user_id: str | None = None,
+                    users: list[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    users = [user_id] if user_id else sorted(memory.index.user_ids() if users is None else users)[:MAX_NAMESPACES]
     for u in users:
         yield u, memory.index.stats(u)
 
@@ -77,8 +99,9 @@ def _recorded() -> Iterable[Metric]:
     return REGISTRY.collect()
 
 
-def exposition(memory: Any = None) -> tuple[bytes, str]:
-    """The body and content type of a ``/metrics`` response; with ``memory``, its counts by type too."""
+def exposition(memory: Any = None, per_namespace: bool = True) -> tuple[bytes, str]:
+    """The body and content type of a ``/metrics`` response; with ``memory``, its counts by type too
+    (by namespace with ``per_namespace``)."""
     folder = multiprocess_dir()
     if folder:
         reg = CollectorRegistry()
@@ -88,7 +111,7 @@ def exposition(memory: Any = None) -> tuple[bytes, str]:
         body = generate_latest(REGISTRY)
     if memory is not None:
         scrape = CollectorRegistry(auto_describe=False)
-        scrape.register(MemoryCollector(memory))  # type: ignore[arg-type]
+        scrape.register(MemoryCollector(memory, per_namespace))  # type: ignore[arg-type]
         body += generate_latest(scrape)
     return body, CONTENT_TYPE_LATEST
 

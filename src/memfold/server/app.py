@@ -13,17 +13,18 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..config import Settings, load_settings
 from ..engine.memory import Memory
 from ..errors import ConfigError
+from ..index.vectors import pin_one_blas_thread
 from . import background, errors, plugins
 from .auth import KeyCheck
 from .background import maintenance_task, metrics_route
-from .errors import error_body
+from .guards import BodyLimit, HostCheck, WorkGate
 from .keys import KeyStore
+from .origins import host_rule
 from .routes import memories, sessions, system, tools
 
 log = logging.getLogger("memfold.server")
@@ -32,6 +33,7 @@ plugins.on_startup(maintenance_task)  # built in: background maintenance
 plugins.on_startup(background.metrics_file)  # built in: this worker's metrics for `memfold stats --metrics` from a shell
 plugins.add_routes(metrics_route)  # built in: GET /metrics
 ENV_NO_AUTH = "MEMFOLD_SERVE_NO_AUTH"  # set by `memfold serve --no-auth` for its workers
+ENV_HOST = "MEMFOLD_SERVE_HOST"  # set by `memfold serve` for its workers: the address they listen on
 
 
 def _offline_docs(app: FastAPI) -> None:
@@ -51,67 +53,24 @@ def _offline_docs(app: FastAPI) -> None:
                                    swagger_favicon_url="/docs-assets/favicon.png")
 
 
-class BodyLimit:
-    """Refuses a request body over ``max_bytes`` with 413, by its Content-Length or while it streams."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int):
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self._refuse(send)
-            return
-        seen = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal seen
-            msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge()
-            return msg
-
-        async def tracking_send(msg: Message) -> None:
-            nonlocal started
-            started = started or msg["type"] == "http.response.start"
-            await send(msg)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._refuse(send)
-
-    async def _refuse(self, send: Send) -> None:
-        import json
-
-        body = json.dumps(error_body("body_too_large", f"the request body is over {self.max_bytes} bytes "
-                                     "([server] max_body_bytes)", "body")).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass
-
-
 def create_app(memory: Memory | None = None, *, root: str | Path | None = None, settings: Settings | None = None,
-               no_auth: bool = False, close_memory: bool | None = None) -> FastAPI:
-    """The app over one ``Memory`` (made from ``settings``/``root`` when not given; then closed at shutdown)."""
+               no_auth: bool = False, close_memory: bool | None = None, host: str | None = None) -> FastAPI:
+    """The app over one ``Memory`` (made from ``settings``/``root`` when not given; then closed at shutdown).
+    ``host``: the address the server listens on (default ``[server] host``), which decides the
+    ``Host``/``Origin`` headers it answers (``origins.host_rule``)."""
     owns = memory is None
     if memory is None:
         memory = Memory(settings=settings or load_settings(root))
     mem = memory
-    if mem.settings.server.max_body_bytes < 1:
-        raise ConfigError(f"[server] max_body_bytes must be at least 1, got {mem.settings.server.max_body_bytes}")
+    server = mem.settings.server
+    if server.max_body_bytes < 1:
+        raise ConfigError(f"[server] max_body_bytes must be at least 1, got {server.max_body_bytes}")
+    if server.max_concurrent < 1:
+        raise ConfigError(f"[server] max_concurrent must be at least 1, got {server.max_concurrent}")
+    if not server.busy_wait_seconds >= 0:
+        raise ConfigError(f"[server] busy_wait_seconds must be 0 or more, got {server.busy_wait_seconds}")
     stops: list[Callable[[], None]] = []
+    pin_one_blas_thread()  # requests run side by side on threads: each on one BLAS thread
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -150,11 +109,15 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     def page_alias() -> RedirectResponse:
         return RedirectResponse("/")
 
+    # the last added runs first: Host/Origin, body size, key, then a turn at the engine
+    app.add_middleware(WorkGate, limit=server.max_concurrent, wait=server.busy_wait_seconds)
     app.add_middleware(KeyCheck)
-    app.add_middleware(BodyLimit, max_bytes=mem.settings.server.max_body_bytes)  # outermost: runs first
+    app.add_middleware(BodyLimit, max_bytes=server.max_body_bytes)
+    app.add_middleware(HostCheck, rule=host_rule(host or server.host, server.allowed_hosts))
     return app
 
 
 def app_from_env() -> Any:
     """The factory ``memfold serve`` gives uvicorn (each worker builds its own app)."""
-    return create_app(root=os.environ.get("MEMFOLD_HOME") or None, no_auth=os.environ.get(ENV_NO_AUTH) == "1")
+    return create_app(root=os.environ.get("MEMFOLD_HOME") or None, no_auth=os.environ.get(ENV_NO_AUTH) == "1",
+                      host=os.environ.get(ENV_HOST) or None)

@@ -73,7 +73,7 @@ class KeyCheck:
         await self.app(scope, receive, send)
 
 
-def caller(request: Request) -> Caller:
+async def caller(request: Request) -> Caller:
     """FastAPI dependency: the caller ``KeyCheck`` authenticated."""
     found = getattr(request.state, "caller", None)
     if not isinstance(found, Caller):

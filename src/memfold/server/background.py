@@ -11,8 +11,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from fastapi import Request, Response
+from starlette.concurrency import run_in_threadpool
+
 from ..maintenance.schedule import Scheduler
 from ..metrics import exposition
+from .auth import authenticate  # its ApiError (401) is answered by the app's handler
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -43,11 +47,16 @@ def metrics_file(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
 
 
 def metrics_route(app: "FastAPI", memory: "Memory") -> None:
-    """``GET /metrics``: the live metrics in Prometheus' text format (no key: like ``/healthz``, it
-    carries no memory text; counts by namespace and type, latencies, cache and LLM token counters)."""
-    from fastapi import Response
-
+    """``GET /metrics``: the live metrics in Prometheus' text format. No key is needed (like
+    ``/healthz``, it carries no memory text): counts by type, latencies, cache and LLM token counters.
+    Counts by namespace (user ids are personal data) only for a scrape with an admin key, or for
+    every scrape with ``[server] metrics_namespaces``; a key that is sent must be valid (401)."""
     @app.get("/metrics", include_in_schema=False)
-    def metrics() -> Response:
-        body, content_type = exposition(memory)
+    async def metrics(request: Request) -> Response:
+        per_namespace = memory.settings.server.metrics_namespaces
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        if "authorization" in headers or "x-api-key" in headers:
+            caller = await run_in_threadpool(authenticate, app, headers)
+            per_namespace = per_namespace or caller.key.allows("admin")
+        body, content_type = await run_in_threadpool(exposition, memory, per_namespace)
         return Response(content=body, media_type=content_type)

@@ -18,6 +18,7 @@ from ..errors import (
     ConfigError,
     IndexError_,
     InvalidInputError,
+    LimitExceededError,
     MemfoldError,
     MemoryOffError,
     NotFoundError,
@@ -67,6 +68,8 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
 
 
 def memfold_status(exc: MemfoldError) -> tuple[int, str]:
+    if isinstance(exc, LimitExceededError):  # an amount over its bound: 413; a shape or a range: 422
+        return (413, "too_large") if exc.size_bound else (422, "out_of_range")
     for cls, status, code in _STATUS:
         if isinstance(exc, cls):
             return status, code
@@ -79,7 +82,9 @@ def _field_of(message: str) -> str | None:
 
 
 def _loc_field(loc: Any) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):  # where the value was (a field may be named "query")
+        parts = parts[1:]
     return ".".join(parts) or (str(loc[0]) if loc else "body")
 
 
@@ -104,7 +109,8 @@ def install(app: FastAPI) -> None:
         status, code = memfold_status(exc)
         if status >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, exc)
-        return error_response(status, code, str(exc), _field_of(str(exc)) if status == 422 else None)
+        field = exc.field if isinstance(exc, LimitExceededError) else _field_of(str(exc)) if status == 422 else None
+        return error_response(status, code, str(exc), field)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -7,11 +7,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..limits import MAX_MESSAGES, MAX_RESULTS
 from ..tools.models import MemoryTypeName  # one list of the memory types for the tools and the HTTP API
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: no unknown field, and no value of another JSON type converted (``"limit": "5"``
+    is refused, as the Python API refuses it; an integer where a number is asked for is a number)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ChatMessage(Strict):
@@ -22,12 +26,14 @@ class ChatMessage(Strict):
 class AddMemoryRequest(Strict):
     user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     text: str | None = Field(None, description="One memory (give text or messages)")
-    messages: list[ChatMessage] | None = Field(None, description="Chat messages: episodic turns + extracted memories")
+    messages: list[ChatMessage] | None = Field(
+        None, description=f"Chat messages: episodic turns + extracted memories (at most {MAX_MESSAGES:,} per call; "
+                          "more are refused with 413)", json_schema_extra={"maxItems": MAX_MESSAGES})
     memory_type: MemoryTypeName | None = None
     importance: float | None = Field(None, ge=0, le=1)
     agent_id: str | None = None
     session_id: str | None = None
-    structured_data: dict[str, Any] | None = None
+    structured_data: dict[str, Any] | None = Field(None, description="A JSON object (bounded: see the limits)")
     metadata: dict[str, Any] | None = Field(None, description="Keys added to the structured_data of every memory stored")
     infer: bool = True
     note: bool = Field(False, description="Append text to today's daily note instead of MEMORY.md")
@@ -36,7 +42,7 @@ class AddMemoryRequest(Strict):
 class SearchRequest(Strict):
     user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
     query: str
-    limit: int | None = Field(None, ge=1, le=1000)
+    limit: int | None = Field(None, ge=1, le=MAX_RESULTS)
     memory_type: MemoryTypeName | None = None
     include_episodic: bool = True
     filters: dict[str, Any] | None = Field(None, description='Keep the hits that match, e.g. '
@@ -95,6 +101,7 @@ class AddResult(BaseModel):
     warnings: list[str]
     forgotten: list[Memory]
     redacted: list[str]
+    completed: list[Memory] = []  # open todos the input said are done
 
 
 class HistoryEntry(BaseModel):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -306,13 +308,74 @@ def render(entry_id: str, date: str, content: str, meta: dict[str, Any], lang: s
     return out
 
 
+class _Memo:
+    """A few results about recent file texts, keyed by the text: one write parses the same text
+    more than once, and the next write starts from the text the last one made."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Any:
+        with self._lock:
+            got = self._items.get(text)
+            if got is not None:
+                self._items.move_to_end(text)
+            return got
+
+    def put(self, text: str, value: Any) -> None:
+        with self._lock:
+            self._items[text] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_LAST_ENDS = _Memo(8)  # text -> {section: the line after its last bullet}
+_INSERTED = _Memo(8)  # text -> (the text it was made from, the bullet lines inserted at the end of a section)
+
+
+def _last_ends(text: str, lines: list[str]) -> dict[str, int]:
+    ends = _LAST_ENDS.get(text)
+    if ends is None:
+        ends = {sec: end for sec, _, end, _ in _spans(lines)}  # the last bullet of each section wins
+        _LAST_ENDS.put(text, ends)
+    return dict(ends)
+
+
+def _whole_bullets(new_lines: list[str]) -> bool:
+    """Whether ``new_lines`` are complete bullets and nothing else (then, inserted right after a
+    bullet, they change the reading of no other line of the file)."""
+    at = 0
+    for _, start, end, _ in _spans(new_lines):
+        if start != at:
+            return False
+        at = end
+    return at == len(new_lines) > 0
+
+
+def inserted(text: str) -> tuple[str, list[str]] | None:
+    """When ``text`` was made by ``insert_lines`` from a recent text by adding whole bullets after
+    the last bullet of a section: that text and the lines inserted; else None."""
+    got: tuple[str, list[str]] | None = _INSERTED.get(text)
+    return got
+
+
 def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> str:
-    """``text`` with ``new_lines`` placed at the end of ``section`` (created when missing)."""
+    """``text`` with ``new_lines`` placed at the end of ``section`` (created when missing).
+
+    Where the section has bullets, where they end is remembered for the text made (the next
+    write does not parse the whole file again to find it)."""
     lines = text.split("\n")
-    ends = [end for sec, _, end, _ in _spans(lines) if sec == section]
-    if ends:
-        at = ends[-1]
-        return "\n".join(lines[:at] + new_lines + lines[at:])
+    ends = _last_ends(text, lines)
+    if section in ends:
+        at = ends[section]
+        out = "\n".join(lines[:at] + new_lines + lines[at:])
+        if _whole_bullets(new_lines):
+            k = len(new_lines)
+            _LAST_ENDS.put(out, {sec: end + k if end > at else end for sec, end in ends.items()} | {section: at + k})
+            _INSERTED.put(out, (text, list(new_lines)))
+        return out
     # find the heading of the section
     head = None
     for idx, line in enumerate(lines):
@@ -341,9 +404,52 @@ def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> st
     return "\n".join(lines[: head + 1] + [""] + new_lines + lines[head + 1 :])
 
 
-def replace_entry(text: str, entry: Entry, new_lines: list[str]) -> str:
+def entry_lines(text: str, entry_id: str) -> tuple[int, int] | None:
+    """Where the bullet whose id comment names ``entry_id`` is in ``text`` (start and end line, as
+    ``parse`` gives them), or None when there is none.
+
+    Found from the one place the id is written, without parsing the whole file; where that is not
+    certain (the id written twice, a comment left open before it, a line that is not plainly a
+    bullet's last line) the file is parsed."""
+    mark = f"mf:{entry_id}"
+    at = text.find(mark)  # not there: a paragraph written by hand (its id is made from its words), or none
+    got = _entry_at(text, entry_id, at) if at != -1 and text.find(mark, at + 1) == -1 else None
+    return got if got is not None else \
+        next(((e.start, e.end) for e in parse(text) if e.id == entry_id), None)
+
+
+def _entry_at(text: str, entry_id: str, at: int) -> tuple[int, int] | None:
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    line_end = len(text) if line_end == -1 else line_end
+    c = _ID_COMMENT.search(text, line_start, line_end)
+    if c is None or c.group(1) != entry_id:
+        return None
+    after = text[line_end + 1: text.find("\n", line_end + 1) if text.find("\n", line_end + 1) != -1 else len(text)]
+    if line_end < len(text) and after.startswith("  ") and after.strip():
+        return None  # a continuation line after the comment: the bullet does not end with it
+    n = 1
+    pos = line_start
+    while True:  # back over continuation lines to the bullet's first line
+        end = text.find("\n", pos)
+        line = text[pos: len(text) if end == -1 else end]
+        if _BULLET.match(line):
+            break
+        if not (line.startswith("  ") and line.strip()) or pos == 0:
+            return None
+        pos = text.rfind("\n", 0, pos - 1) + 1
+        n += 1
+    if text.rfind("<!--", 0, pos) > text.rfind("-->", 0, pos):
+        return None  # a comment opened before the bullet may still be open
+    start = text.count("\n", 0, pos)
+    return start, start + n
+
+
+def replace_entry(text: str, entry: Entry | tuple[int, int], new_lines: list[str]) -> str:
+    """``text`` with the lines of ``entry`` (an entry, or its start and end line) replaced by ``new_lines``."""
+    start, end = (entry.start, entry.end) if isinstance(entry, Entry) else entry
     lines = text.split("\n")
-    return "\n".join(lines[: entry.start] + new_lines + lines[entry.end :])
+    return "\n".join(lines[:start] + new_lines + lines[end:])
 
 
 ARCHIVE_TITLE = {"zh": "# 归档\n", "en": "# Archive\n"}  # archive.md: finished todos, for people to read

@@ -17,6 +17,8 @@ secrets; ``docs/secrets.md`` reports detection and false-positive counts on the 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +65,8 @@ _PASSWORD_WORDS = "|".join(_spread(w) for w in ("password", "passcode", "passphr
 _PASSWORD_KW = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?:{_PASSWORD_WORDS}|pwd|pw|pin(?:[\s-]?code)?|cvv2?|cvc|security[\s-]code"
     r"|verification[\s-]code|one[\s-]time[\s-](?:code|password)|otp|access[\s-]code|door[\s-]code"
-    r"|unlock[\s-]code|login[\s-]code)(?![A-Za-z])"
+    r"|unlock[\s-]code|login[\s-]code|(?:wpa[23]?|wep|wi-?fi|wlan|network)(?:[\s-]?(?:personal|psk))?[\s-]?"
+    r"(?:key|psk|pre-?shared[\s-]key))(?![A-Za-z])"
     r"|密[\s　]?码|口令|验证码|动态码|校验码|安全码|识别码|PIN码|pin码|开锁码|门禁码|解锁码")
 _TOKEN_KW = re.compile(
     r"(?i)(?<![A-Za-z])(?:api[\s_-]?key|secret(?:[\s_-]?(?:key|token))?|client[\s_-]?secret|access[\s_-]?key"
@@ -184,6 +187,38 @@ _URL_PARAM = re.compile(r"(?i)[?&](?:access_token|api_key|apikey|token|key|passw
                         r"client_secret|sig|signature|auth)=([^&\s#]{6,})")
 _LOGIN = re.compile(r"(?i)(?<![A-Za-z0-9])(?:(?:login|log-in|username|user|account|acct)(?![A-Za-z0-9_-])|账号|帐号|用户名|"
                     r"登录名)(?:\s*[:：=]\s*|\s+is\s+|\s+|(?<=[^\x00-\x7f]))([A-Za-z0-9_.@-]{2,40})\s*[/|]\s*([^\s,，。；;]{4,})")
+_CLI_PASSWORD = re.compile(r"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b[^\n]*?"
+                           r"(?<!\S)(?:-p|--password=)('[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)")
+_BASIC_AUTH = re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+_PHRASE_KW = re.compile(r"(?i)(?:\b(?:seed|recovery|mnemonic|backup|secret[\s-]recovery|wallet)[\s-]+(?:phrase|words)"
+                        r"|\bmnemonic\b|助记词)")
+_PHRASE_WORDS = re.compile(r"\s*(?:(?:is|are|was)\b|[:：=是为])?\s*[\"'“「]?((?:[a-z]{3,8}[\s,]+){11,23}[a-z]{3,8})")
+_PHRASE_LENGTHS = (24, 21, 18, 15, 12)
+
+
+def _basic_credentials(value: str) -> bool:
+    """Whether a base64 value decodes to ``user:password`` (HTTP basic authentication)."""
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    return ":" in raw and raw.isprintable()
+
+
+def _phrase_spans(text: str) -> list[Finding]:
+    """A wallet's recovery phrase: 12 to 24 short lower-case words after "seed phrase",
+    "recovery phrase", "mnemonic" or "助记词" (as many of them as a phrase has: 24, 21, 18, 15 or 12)."""
+    out: list[Finding] = []
+    for kw in _PHRASE_KW.finditer(text):
+        m = _PHRASE_WORDS.match(text, kw.end())
+        if not m:
+            continue
+        words = list(re.finditer(r"[a-z]{3,8}", m.group(1)))
+        n = next(k for k in _PHRASE_LENGTHS if k <= len(words))
+        out.append(Finding("recovery phrase", m.start(1) + words[0].start(), m.start(1) + words[n - 1].end()))
+    return out
+
+
 _KEY_BODY = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=])")
 def _key_body_spans(text: str) -> list[Finding]:
     out: list[Finding] = []
@@ -208,7 +243,8 @@ def _key_body_spans(text: str) -> list[Finding]:
 # prefix of each of its alternatives, compared case-insensitively as ``(?i)`` does), a number rule
 # 9 digits (a US SSN has 9; cards 12 or more, a Chinese ID 17), a known format its prefix. Most
 # texts have none of them and skip the rules' regular expressions (``tests/unit/test_secret_first_look.py``).
-_KEYWORD_HINTS = ("pw", "pin", "cvv", "cvc", "security", "verification", "time", "otp", "access", "door", "unlock",
+_KEYWORD_HINTS = ("pw", "pin", "wpa", "wep", "psk", "wifi", "wi-fi", "wlan", "network",
+                  "cvv", "cvc", "security", "verification", "time", "otp", "access", "door", "unlock",
                   "login", "api", "secret", "client", "auth", "refresh", "bearer", "token", "private", "app",
                   "signing", "密", "口令", "码", "钥", "令牌")
 _SPREAD_PASS = re.compile(r"p[\s._*-]?[a@4][\s._*-]?[s$5][\s._*-]?[s$5]")  # "pass…" spread (p a s s, p@ss)
@@ -250,6 +286,16 @@ def find_secrets(text: str, *, first_look: bool = True) -> list[Finding]:
         if may:
             found.extend(Finding(kind, m.start(1), m.end(1)) for m in pat.finditer(text)
                          if kind.startswith("US") or _plausible(m.group(1)))
+    low = text.lower() if not every else ""
+    if every or "mysql" in low or "mariadb" in low:
+        for m in _CLI_PASSWORD.finditer(text):
+            quoted = m.group(1)[:1] in "'\""
+            found.append(Finding("password", m.start(1) + quoted, m.end(1) - quoted))
+    if every or "basic" in low:
+        found.extend(Finding("password", m.start(1), m.end(1)) for m in _BASIC_AUTH.finditer(text)
+                     if _basic_credentials(m.group(1)))
+    if every or "phrase" in low or "mnemonic" in low or "words" in low or "助记词" in text:
+        found += _phrase_spans(text)
     if every or any(map(text.__contains__, _LOGIN_HINTS)):
         for m in _LOGIN.finditer(text):
             value, start, end = _trimmed(m.group(2), m.start(2))
@@ -329,24 +375,57 @@ def screen(text: str) -> Screened:
     kept_text = "".join(kept).strip()
     kept_text = re.sub(r"(?:\s+(?:and|but|also|plus|then)|[,，、;；])\s*$", "", kept_text, flags=re.I).strip()
     kept_text = re.sub(r"^(?:(?:and|but|also|plus|then)\s+|[,，、;；]\s*)", "", kept_text, flags=re.I).strip()
+    # a clause that holds a secret but says more besides ("the token [redacted] opens the staging dashboard
+    # for the QA team") is ordinary text with a secret in it: redacted, not refused
+    says_more = any(MARKER in parts[n] and _content_words(_prose(parts[n].replace(MARKER, " "))) >= 3
+                    for n in range(0, len(parts), 2))
     return Screened(red, tuple(dict.fromkeys(f.kind for f in found)) or ("secret",),
-                    not _substantive(kept_text), kept_text)
+                    not (_substantive(kept_text) or says_more), kept_text)
 
 
 def _substantive(text: str) -> bool:
     """Whether ``text`` says something besides the words that frame a secret."""
+    return _content_words(text) > 0
+
+
+_NOT_PROSE = re.compile(r"[\d/:@=\\\[\]{}<>|$#%&*+_~^`\"']")
+
+
+def _prose(text: str) -> str:
+    """The words of ``text`` that read as prose: no token of a URL, a command, a key or a number."""
+    words = (tok.rstrip(".,;!?") for tok in text.split())
+    return " ".join(w for w in words if not _NOT_PROSE.search(w) and (len(w) >= 3 or not w.isascii()))
+
+
+def _content_words(text: str) -> int:
+    """How many words of ``text`` are not among the words that frame a secret."""
     for frame in _FRAME_ZH:
         text = text.replace(frame, " ")
-    return any(t not in _FRAME for t in terms(text))
+    return sum(t not in _FRAME for t in terms(text))
 
 
 # ---- structured values --------------------------------------------------------------------
+_SECRET_KEY = re.compile(r"password|passwd|passphrase|passcode|secret|apikey|privatekey|accesstoken|refreshtoken"
+                         r"|authtoken|mnemonic|seedphrase|recoveryphrase|密码|口令|密钥|秘钥|私钥|助记词")
+_SECRET_KEY_WHOLE = frozenset({"pwd", "pw", "pass", "pin", "pincode", "token", "otp", "cvv", "cvc", "psk", "wpakey",
+                               "wifikey", "验证码"})
+_NOT_SECRET_KEY = re.compile(r"hint|policy|length|strength|changed|updated|expir|reset|rule|required|set$|manager")
+
+
+def _secret_key(key: str) -> bool:
+    """A key whose value is a secret whatever it looks like ("password", "wifi_password", "apiKey", "密码")."""
+    k = re.sub(r"[\W_]+", "", key.lower())
+    return (k in _SECRET_KEY_WHOLE or bool(_SECRET_KEY.search(k))) and not _NOT_SECRET_KEY.search(k)
+
+
 def _pair_secret(key: Any, value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None
     text = str(value)
     if not isinstance(key, str):
         return find_secret(text)
+    if _secret_key(key) and len(text.strip()) >= 3 and _plausible(text.strip()) and MARKER not in text:
+        return "recovery phrase" if re.search(r"mnemonic|seed|recovery|助记词", key.lower()) else "password"
     # read with its key: "password": "hunter2" is a secret, "order": "4532 0151 1283 0366" is not
     return find_secret(f"{key.replace('_', ' ')} is {text}") or find_secret(f"{key}: {text}")
 

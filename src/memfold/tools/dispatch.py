@@ -26,21 +26,21 @@ from ..errors import (
     TextMatchError,
     TooLongError,
 )
+from ..limits import MAX_ARGUMENT_CHARS
 from .handlers import ToolContext
 from .models import ErrorInfo, ErrorResult
 from .registry import TOOLS
 from .schemas import anthropic_tools, openai_tools
 
 log = logging.getLogger("memfold")
-MAX_ARGUMENT_CHARS = 100_000  # the raw arguments of one call (JSON text)
 ERROR_CODES = ("invalid_argument", "unknown_tool", "no_match", "ambiguous_match", "secret_refused", "too_long",
                "path_refused", "memory_off", "not_found", "read_only", "config_error", "provider_error",
                "internal_error")
 
 
-def error(code: str, message: str) -> dict[str, Any]:
-    """An error result."""
-    return ErrorResult(error=ErrorInfo(code=code, message=message)).model_dump()
+def error(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    """An error result (``field``: the argument at fault, when one is)."""
+    return ErrorResult(error=ErrorInfo(code=code, message=message, field=field)).model_dump()
 
 
 def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = None, *, user_id: str = "default",
@@ -65,7 +65,7 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
         result = tool.handler(memory, parsed, ToolContext(user_id=user_id, agent_id=agent_id))
         return result.model_dump(mode="json")
     except MemfoldError as exc:
-        return error(_code(exc), str(exc))
+        return error(_code(exc), str(exc), getattr(exc, "field", None))
     except Exception as exc:  # a bug must not end the agent's loop: reported, logged with its trace
         log.exception("tool %s failed", name)
         return error("internal_error", f"{type(exc).__name__}: {exc}")
@@ -77,7 +77,7 @@ def _arguments(arguments: dict[str, Any] | str | None) -> Any:
     if isinstance(arguments, str):
         if len(arguments) > MAX_ARGUMENT_CHARS:
             return error("too_long", f"the arguments are {len(arguments):,} characters long, over the limit of "
-                                     f"{MAX_ARGUMENT_CHARS:,}")
+                                     f"{MAX_ARGUMENT_CHARS:,}", "arguments")
         if not arguments.strip():
             return {}
         try:
@@ -93,8 +93,10 @@ def _arguments(arguments: dict[str, Any] | str | None) -> Any:
 def _validation_error(name: str, exc: ValidationError) -> dict[str, Any]:
     problems = []
     too_long = False
+    first: str | None = None
     for e in exc.errors(include_url=False):
         field = ".".join(str(p) for p in e["loc"]) or "arguments"
+        first = first or field
         kind = e["type"]
         if kind == "missing":
             problems.append(f"argument {field!r} is missing")
@@ -104,7 +106,7 @@ def _validation_error(name: str, exc: ValidationError) -> dict[str, Any]:
         else:
             too_long = too_long or kind == "string_too_long"
             problems.append(f"argument {field!r}: {e['msg']} (got {_shown(e.get('input'))})")
-    return error("too_long" if too_long else "invalid_argument", f"{name}: " + "; ".join(problems))
+    return error("too_long" if too_long else "invalid_argument", f"{name}: " + "; ".join(problems), first)
 
 
 def _shown(value: Any) -> str:

@@ -10,7 +10,8 @@ from pathlib import PurePosixPath
 
 from ..engine.guard import screen_text
 from ..engine.memory import Memory
-from ..errors import NotFoundError, PathRefusedError, TextMatchError, TooLongError
+from ..errors import NotFoundError, PathRefusedError, TextMatchError
+from ..limits import WRITE_LINES, over
 from ..models import FILE_MEMORY, AddResult
 from ..text.memory_markdown import DEFAULT_TYPE_OF_SECTION, HEADINGS, parse
 from .models import (
@@ -30,7 +31,6 @@ from .models import (
     WriteFileInput,
 )
 
-MAX_WRITE_LINES = 50  # new memories one write_file call may add
 _SECTION_OF_HEADING = {h.casefold(): key for lang in HEADINGS.values() for key, h in lang.items()}
 _BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2})?\s*[:：]\s*")
@@ -53,7 +53,7 @@ class ToolContext:
 def _stored(res: AddResult, slot: str = "long_term") -> StoredResult:
     notes = [*res.skipped, *res.refused, *res.redacted, *res.warnings]
     return StoredResult(stored=[MemoryItem.of(r) for r in res.added], merged=[MemoryItem.of(r) for r in res.merged],
-                        slot=slot, notes=notes)
+                        completed=[MemoryItem.of(r) for r in res.completed], slot=slot, notes=notes)
 
 
 def memory_search(m: Memory, a: MemorySearchInput, ctx: ToolContext) -> SearchResult:
@@ -124,9 +124,7 @@ def write_file(m: Memory, a: WriteFileInput, ctx: ToolContext) -> StoredResult:
             continue
         known.add(flat)
         new.append((flat, section))
-    if len(new) > MAX_WRITE_LINES:
-        raise TooLongError(f"write_file would add {len(new)} memories, over the limit of {MAX_WRITE_LINES}; "
-                           "write the new lines only, in several calls")
+    over(WRITE_LINES, len(new), "the new lines of write_file", hint="write the new lines only, in several calls")
     for text, _ in new:  # a line that is mostly a secret refuses the whole call before anything is stored
         screen_text(text, "a line of content")
     out = StoredResult(stored=[], redirected_to=FILE_MEMORY,
@@ -135,5 +133,6 @@ def write_file(m: Memory, a: WriteFileInput, ctx: ToolContext) -> StoredResult:
         got = _stored(m.add(text, ctx.user_id, memory_type=mtype, agent_id=ctx.agent_id))
         out.stored.extend(got.stored)
         out.merged.extend(got.merged)
+        out.completed.extend(got.completed)
         out.notes.extend(got.notes)
     return out

@@ -8,11 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS
+from ..limits import MAX_CONTENT_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_SECTION_CHARS, MAX_TOOL_RESULTS
 from ..models import MemoryRecord, SearchHit
 
 MemoryTypeName = Literal["event", "preference", "fact", "pattern", "todo", "note", "skill"]
-MAX_PATH_CHARS = 300
 
 
 def _f(default: Any, en: str, zh: str, **kw: Any) -> Any:
@@ -26,7 +25,8 @@ class ToolInput(BaseModel):
 class MemorySearchInput(ToolInput):
     query: str = _f(..., "Keywords or a question about what to look up.", "要查找的关键词或问题。",
                     min_length=1, max_length=MAX_QUERY_CHARS)
-    limit: int = _f(10, "How many memories to return (1-50).", "返回的记忆条数（1-50）。", ge=1, le=50)
+    limit: int = _f(10, f"How many memories to return (1-{MAX_TOOL_RESULTS}).",
+                    f"返回的记忆条数（1-{MAX_TOOL_RESULTS}）。", ge=1, le=MAX_TOOL_RESULTS)
     memory_type: MemoryTypeName | None = _f(None, "Only memories of this type.", "只返回这种类型的记忆。")
 
 
@@ -69,7 +69,7 @@ class MemoryReadInput(ToolInput):
     path: str | None = _f(None, "MEMORY.md (default), learnings.md or memory/YYYYMM/YYYYMMDD.md.",
                           "MEMORY.md（默认）、learnings.md 或 memory/YYYYMM/YYYYMMDD.md。", max_length=MAX_PATH_CHARS)
     section: str | None = _f(None, "Only this section, by its heading (e.g. 'Todos & Commitments').",
-                             "只读这一节，按标题（如 '待办与承诺'）。", max_length=200)
+                             "只读这一节，按标题（如 '待办与承诺'）。", max_length=MAX_SECTION_CHARS)
 
 
 class WriteFileInput(ToolInput):
@@ -112,6 +112,7 @@ class SearchResult(ToolResult):
 class StoredResult(ToolResult):
     stored: list[MemoryItem]  # new memories
     merged: list[MemoryItem] = []  # existing memories that absorbed the content
+    completed: list[MemoryItem] = []  # open todos the content said are done (closed, not stored again)
     slot: str = "long_term"
     redirected_to: str | None = None  # write_file: the file its lines were appended to, as memories
     notes: list[str] = []  # skipped or redacted pieces, warnings
@@ -142,6 +143,7 @@ class ReadResult(ToolResult):
 class ErrorInfo(BaseModel):
     code: str
     message: str
+    field: str | None = None  # the argument at fault, when one is
 
 
 class ErrorResult(BaseModel):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import threading
 from dataclasses import dataclass
 
 from ..text import memory_markdown as md
@@ -14,8 +15,23 @@ from ..text import memory_markdown as md
 _MARKER = re.compile(r"^<!-- memfold-rev (\d+) -->\s*$")
 MARKER_BYTES = re.compile(rb"\n<!-- memfold-rev \d+ -->[ \t\r]*(\n|$)")
 
+_SPLIT_LOCK = threading.Lock()
+_SPLIT: list[tuple[str, tuple[str, int | None]]] = []  # the last few texts split (the very objects) and their parts
+
+
 def split_marker(text: str) -> tuple[str, int | None]:
     """The text without its revision marker lines, and the revision the last one names."""
+    with _SPLIT_LOCK:  # one write splits the same text (object) several times: the last few are remembered
+        for seen, parts in _SPLIT:
+            if seen is text:
+                return parts
+    parts = _split_marker(text)
+    with _SPLIT_LOCK:
+        _SPLIT[:] = [(text, parts), (parts[0], (parts[0], None))][: 1 if parts[1] is None else 2] + _SPLIT[:4]
+    return parts
+
+
+def _split_marker(text: str) -> tuple[str, int | None]:
     at = text.find("<!-- memfold-rev ")
     if at == -1:
         return text, None
@@ -77,8 +93,35 @@ def _bullets(body: str) -> dict[str, _Bullet]:
     return out
 
 
+_HASHES = md._Memo(4)  # body -> its bullet hashes
+
+
 def bullet_hashes(text: str) -> dict[str, str]:
-    return {k: b.hash for k, b in _bullets(split_marker(text)[0]).items()}
+    """The hash of every bullet of ``text`` by its key. A text that ``insert_lines`` made from a
+    recent one by adding whole bullets gets that one's hashes and the new bullets' (the other
+    bullets read the same in both), not a parse of the whole file."""
+    body = split_marker(text)[0]
+    got: dict[str, str] | None = _HASHES.get(body)
+    if got is None:
+        got = _derived(body)
+        if got is None:
+            got = {k: b.hash for k, b in _bullets(body).items()}
+        _HASHES.put(body, got)
+    return dict(got)
+
+
+def _derived(body: str) -> dict[str, str] | None:
+    made = md.inserted(body)
+    if made is None:
+        return None
+    parent, new_lines = made
+    before: dict[str, str] | None = _HASHES.get(parent)
+    if before is None:
+        return None
+    added = {k: b.hash for k, b in _bullets("\n".join(new_lines)).items()}
+    if any(k in before for k in added) or any(not k.startswith("i:") for k in added):
+        return None  # a repeated id or a bullet without one: its key depends on the rest of the file
+    return {**before, **added}
 
 
 def merge3(base: dict[str, str], ours: str, theirs: str, lang: str, append_only: bool) -> str:

@@ -37,6 +37,7 @@ SETTLE_QUIET = 1.0  # it counts as complete once unchanged for this long
 SETTLE_MAX = 5.0  # and is taken as it is after this long
 PUBLISH_TRIES = 8
 KEEP_VERSIONS = 64
+FULL_EVERY = 32  # a version's whole list of bullet hashes at least every this many lines of the log
 
 
 def read_settled(path: Path, expect_marker: bool) -> tuple[str | None, os.stat_result | None]:
@@ -85,7 +86,12 @@ class Versions:
     """What memfold remembers of the versions of one memory file: a log of bullet hashes per
     version it wrote or read (the last ``KEEP_VERSIONS``), and the full text of the latest version
     it wrote or accepted, with the revision counter. Kept in ``<user>/.edits/``; hashes only, no
-    words, except the latest text (which is the file itself)."""
+    words, except the latest text (which is the file itself).
+
+    A line of the log holds a version's bullet hashes whole (``bullets``), or what changed since
+    the line before it (``add``, ``del``) when this process wrote that line and the log has not
+    changed since; every ``FULL_EVERY`` lines one is whole again. So a write adds a line as long as
+    its change, not as long as the file."""
 
     def __init__(self, folder: Path, rel: str):
         name = rel.replace("/", "_")
@@ -93,6 +99,9 @@ class Versions:
         self.log = folder / f"{name}.log"
         self.latest = folder / f"{name}.last"
         self._cache: tuple[tuple[int, int, int], int, str] | None = None
+        # the log as this process last wrote it: (its stat, the last line's hashes, lines since a whole one,
+        # the length of the last whole line)
+        self._tail: tuple[tuple[int, int, int], dict[str, str], int, int] | None = None
 
     def _load(self) -> tuple[int, str] | None:
         try:
@@ -126,11 +135,26 @@ class Versions:
         the latest, against which the next hand save is merged."""
         self.folder.mkdir(parents=True, exist_ok=True)
         rev = split_marker(text)[1]
-        line = json.dumps({"rev": rev, "own": own, "bullets": bullet_hashes(text)}, separators=(",", ":")) + "\n"
+        hashes = bullet_hashes(text)
+        tail = self._tail if self._tail is not None and self._tail[0] == _stat_key(self.log) else None
+        row: dict[str, Any] = {"rev": rev, "own": own}
+        if tail is not None and tail[2] + 1 < FULL_EVERY:
+            prev = tail[1]
+            row["add"] = {k: h for k, h in hashes.items() if prev.get(k) != h}
+            row["del"] = [k for k in prev if k not in hashes]
+            since, full_len = tail[2] + 1, tail[3]
+        else:
+            row["bullets"] = hashes
+            since, full_len = 0, 0
+        line = json.dumps(row, separators=(",", ":")) + "\n"
+        full_len = full_len or len(line)
         with open(self.log, "a", encoding="utf-8") as fh:
             fh.write(line)
+            fh.flush()
             size = fh.tell()
-        if size > 2 * KEEP_VERSIONS * len(line) + 4096:
+            st = os.fstat(fh.fileno())
+        self._tail = ((st.st_ino, st.st_mtime_ns, st.st_size), hashes, since, full_len)
+        if size > (KEEP_VERSIONS // FULL_EVERY + 4) * full_len + 2 * KEEP_VERSIONS * len(line) + 4096:
             self._prune()
         if accept:
             got = self._load()
@@ -140,7 +164,9 @@ class Versions:
     def _write_latest(self, counter: int, text: str) -> None:
         tmp = self.latest.with_name(self.latest.name + f".{os.getpid()}.tmp")
         tmp.write_text(f"{counter}\n{text}", encoding="utf-8")
+        st = os.stat(tmp)
         os.replace(tmp, self.latest)
+        self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size), counter, text)  # not read back on the next call
 
     def hold(self, text: str) -> None:
         """Make ``text`` the latest version without writing the file (it could not be written
@@ -150,10 +176,15 @@ class Versions:
         self._write_latest(got[0] if got else 0, text)
 
     def _prune(self) -> None:
-        lines = self.log.read_text(encoding="utf-8").splitlines(keepends=True)[-KEEP_VERSIONS:]
+        """Keep the last ``KEEP_VERSIONS`` lines, from the whole line they start after."""
+        lines = self.log.read_text(encoding="utf-8").splitlines(keepends=True)
+        cut = max(0, len(lines) - KEEP_VERSIONS)
+        while cut > 0 and '"bullets":' not in lines[cut]:
+            cut -= 1
         tmp = self.log.with_name(self.log.name + f".{os.getpid()}.tmp")
-        tmp.write_text("".join(lines), encoding="utf-8")
+        tmp.write_text("".join(lines[cut:]), encoding="utf-8")
         os.replace(tmp, self.log)
+        self._tail = None
 
     def base_for(self, rev: int | None) -> dict[str, str] | None:
         """Bullet hashes of the version a hand save marked ``rev`` started from: the latest one
@@ -161,15 +192,16 @@ class Versions:
         if rev is None or not self.log.exists():
             return None
         head = f'{{"rev":{rev},'
-        for line in reversed(self.log.read_text(encoding="utf-8").splitlines()):
-            if not line.startswith(head):
+        lines = self.log.read_text(encoding="utf-8").splitlines()
+        for at in range(len(lines) - 1, -1, -1):
+            if not lines[at].startswith(head):
                 continue
             try:
-                row: dict[str, Any] = json.loads(line)
+                row: dict[str, Any] = json.loads(lines[at])
             except json.JSONDecodeError:
                 continue
             if row.get("rev") == rev:
-                return dict(row.get("bullets") or {})
+                return _hashes_at(lines, at)
         return None
 
 
@@ -265,6 +297,40 @@ class GuardedFile:
         if base is None:
             base = bullet_hashes(expected) if expected is not None else {}
         return merge3(base, ours, theirs, self.space.language, self.rel.startswith("memory/"))
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _hashes_at(lines: list[str], at: int) -> dict[str, str] | None:
+    """The bullet hashes of the version of log line ``at``: the whole line before it, with the
+    changes of the lines after that one applied; None when a line of that run cannot be read."""
+    start = at
+    rows: list[dict[str, Any]] = []
+    while start >= 0:
+        try:
+            row = json.loads(lines[start])
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(row, dict):
+            return None
+        rows.append(row)
+        if "bullets" in row:
+            break
+        start -= 1
+    else:
+        return None  # the whole line was pruned away
+    hashes = dict(rows[-1].get("bullets") or {})
+    for row in reversed(rows[:-1]):
+        for key in row.get("del") or []:
+            hashes.pop(key, None)
+        hashes.update(row.get("add") or {})
+    return hashes
 
 
 def _same_file(path: Path, st: os.stat_result) -> bool:

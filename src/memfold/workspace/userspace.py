@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 import unicodedata
 from collections.abc import Collection
@@ -115,6 +116,8 @@ class UserSpace:
         """Absolute path of a workspace-relative memory file; refuses anything outside the folder."""
         if not rel or rel.startswith(("/", "\\")) or "\\" in rel:
             raise InvalidInputError(f"invalid memory file path {rel!r}")
+        if any(ord(c) < 32 for c in rel):  # a NUL byte cannot be in a path; no control character is in a memory file's
+            raise InvalidInputError(f"memory file path {rel!r} has a control character")
         p = (self.dir / rel).resolve()
         base = self.dir.resolve()
         if base not in p.parents:
@@ -225,7 +228,14 @@ class UserSpace:
         while dest.exists():
             dest = bdir / f"{stamp}_{n}_MEMORY.md"
             n += 1
-        atomic_write(dest, src.read_text(encoding="utf-8"))
+        # a copy made by the kernel, renamed into place (no fsync: MEMORY.md itself is written durably, and
+        # a backup that waited for the disk made every add wait in proportion to the file)
+        tmp = bdir / f".{dest.name}.{os.getpid()}.tmp"
+        try:
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
         self.prune_backups(keep)
         return dest
 

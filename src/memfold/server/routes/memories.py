@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from ...engine.memory import Memory
 from ...errors import InvalidInputError
+from ...limits import MAX_RESULTS
 from .. import models as m
 from ..auth import Caller, caller
 from ..errors import ApiError
@@ -26,7 +27,7 @@ def one_user(query: str | None, body: str | None) -> str | None:
     return query or body
 
 
-def memory(request: Request) -> Memory:
+async def memory(request: Request) -> Memory:
     mem: Memory = request.app.state.memory
     return mem
 
@@ -43,7 +44,7 @@ def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Cal
             raise ApiError(422, "invalid_input", "a daily note needs text", "text")
         r = mem.add_note(body.text, uid)
         return {"added": [r.to_dict()], "merged": [], "skipped": [], "refused": [], "warnings": [], "forgotten": [],
-                "redacted": []}
+                "redacted": [], "completed": []}
     data: Any = body.text if body.text is not None else [x.model_dump() for x in body.messages or []]
     res = mem.add(data, uid, memory_type=body.memory_type, importance=body.importance, agent_id=body.agent_id,
                   session_id=body.session_id, structured_data=body.structured_data, infer=body.infer,
@@ -64,7 +65,7 @@ def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = D
 @router.get("/memories", response_model=m.MemoryList)
 def list_memories(user_id: str | None = UserQuery, memory_type: m.MemoryTypeName | None = None,
                   include_archived: bool = False, include_episodic: bool = True,
-                  limit: int | None = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+                  limit: int | None = Query(100, ge=1, le=MAX_RESULTS), offset: int = Query(0, ge=0),
                   filters: str | None = Query(None, max_length=20_000,
                                               description='A JSON object: only the memories that match, e.g. '
                                               '{"topic": "travel"} (see memfold.filters)'),

@@ -38,7 +38,7 @@ def _endpoint(tool: Tool) -> Any:
         if result.get("ok") is False:
             err = result.get("error") or {}
             return JSONResponse({"ok": False, "error": {"code": err.get("code", "internal_error"),
-                                                        "message": err.get("message", ""), "field": None}},
+                                                        "message": err.get("message", ""), "field": err.get("field")}},
                                 status_code=STATUS.get(err.get("code", ""), 422))
         return result
 
