@@ -15,6 +15,10 @@ class NotFoundError(MemfoldError):
     """A memory, session or file that was asked for does not exist."""
 
 
+class NoWorkspaceError(NotFoundError):
+    """A command that reads found no workspace where it looked (``--root``, ``MEMFOLD_HOME``, ./.memfold)."""
+
+
 class SessionClosedError(MemfoldError):
     """A message was added to a session that has ended (``Session.reopen()`` or a new session id)."""
 

@@ -47,7 +47,9 @@ def test_issue_scenario_through_the_cli(root: Path):
 
 def test_secret_is_refused_and_found_in_no_file(root: Path):
     r = run_cli(root, "add", "my password is s3cretPa55word")
-    assert r.returncode == 1 and "password" in r.stderr and r.stderr.count("\n") == 1
+    created, error = r.stderr.splitlines()  # the new workspace is named, then the one line of the error
+    assert created == f"created a new memfold workspace in {root}"
+    assert r.returncode == 1 and "password" in error and error.startswith("error: ")
     _ok(root, "add", "I like hiking")
     for p in root.rglob("*"):
         if p.is_file():
@@ -55,6 +57,10 @@ def test_secret_is_refused_and_found_in_no_file(root: Path):
 
 
 def test_errors_are_one_clear_line(root: Path):
+    r = run_cli(root, "get", "nope")
+    assert r.returncode == 1 and r.stderr.startswith(f"error: no memfold workspace at {root}")
+    assert r.stderr.count("\n") == 1 and not root.exists()
+    _ok(root, "init")
     r = run_cli(root, "get", "nope")
     assert r.returncode == 1 and r.stderr.startswith("error: no memory 'nope'")
     r = run_cli(root, "add", "x", "--type", "bogus")

@@ -96,7 +96,8 @@ def test_secrets_are_refused_and_stored_nowhere(mem: Memory, root: Path):
 
 
 def test_empty_and_bad_input(mem: Memory):
-    assert mem.add("   \n ", "alice").added == ()
+    with pytest.raises(InvalidInputError, match="data is empty"):
+        mem.add("   \n ", "alice")
     with pytest.raises(InvalidInputError, match="memory type"):
         mem.add("x", "alice", memory_type="bogus")
     with pytest.raises(InvalidInputError, match="importance"):

@@ -117,7 +117,11 @@ def test_cli_import_of_out_of_range_importance_is_refused(root: Path, tmp_path: 
     ("alice\n", "whitespace"), (" alice", "whitespace"), ("alice ", "whitespace"),
     ("con", "reserved device name"), ("NUL", "reserved device name"), ("aux.txt", "reserved device name"),
     ("com1", "reserved device name"), ("a.", "ends with '.'"), ("a..b", "'..'"), ("al\x00ice", "control character"),
-    ("al\tice", "control character"), ("", "use 1-128"), ("-x", "use 1-128"), ("a/b", "use 1-128"),
+    ("al\tice", "control character"), ("", "empty"), ("-x", "starts with '-'"), ("a/b", "path separator"),
+    ("a\\b", "path separator"), (".alice", "starts with '.'"), ("_memfold", "starts with '_'"),
+    ("COM¹", "reserved device name"), ("小明\u202e", "invisible formatting character"),
+    ("Jo\u200bsé", "invisible formatting character"), ("al ice", "has no spaces"), ("😀", "starts with"),
+    ("x" * 129, "129 characters"), ("明" * 86, "258 bytes"), ("..", "'..'"), ("小明/..", "path separator"),
 ])
 def test_user_ids_that_are_not_a_safe_folder_name_are_refused(mem: Memory, root: Path, user_id: str, why: str):
     with pytest.raises(InvalidInputError, match=re.escape(why)):
@@ -131,6 +135,18 @@ def test_good_user_ids_still_work(mem: Memory):
     for u in ("alice", "alice.smith", "a@b.example", "conv-26", "console", "user_1"):
         mem.add("I like tea", u)
         assert mem.get_all(u)[0].content == "I like tea"
+
+
+def test_user_ids_in_any_script_are_one_folder_in_normal_form_c(mem: Memory, root: Path):
+    composed, decomposed = "Jos\u00e9", "Jose\u0301"  # the same name typed two ways
+    for u in ("小明", composed, "Ærø", "Анна", "नमस्ते", "x" * 128, "明" * 85):
+        mem.add("I like tea", u)
+        assert [r.content for r in mem.get_all(u)] == ["I like tea"]
+        assert (root / u / "MEMORY.md").is_file()
+    mem.add("I like coffee", decomposed)
+    assert sorted(r.content for r in mem.get_all(decomposed)) == ["I like coffee", "I like tea"]
+    assert not (root / decomposed).exists()
+    assert composed in mem.users() and decomposed not in mem.users()
 
 
 def test_control_characters_and_nul_never_reach_a_file(mem: Memory, root: Path):

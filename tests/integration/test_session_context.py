@@ -24,7 +24,8 @@ def test_pin_list_keeps_the_last_ten_per_agent_and_persists(mem: Memory, root: P
         assert res.added
     assert mem.recent_memories("a") == saved[2:]
     assert mem.recent_memories("b") == []
-    assert mem.add("   ", agent_id="a").added == ()
+    with pytest.raises(InvalidInputError, match="nothing to remember"):
+        mem.add("   ", agent_id="a")
     assert mem.recent_memories("a") == saved[2:]
     mem.add("Requirement for agent b only", agent_id="b")
     assert mem.recent_memories("b") == ["Requirement for agent b only"]

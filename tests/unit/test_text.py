@@ -16,6 +16,15 @@ def test_terms_cjk_bigrams_and_stemmed_words():
     assert terms("the of and", query=True) == []
 
 
+
+def test_short_chinese_queries_lose_their_function_word_bigrams():
+    assert terms("我的猫", query=True) == ["猫"]  # 我的 would match every sentence a user writes about themselves
+    assert terms("你的车呢？", query=True) == ["车"]
+    assert terms("你的生日是不是五月", query=True) == ["生日", "五月"]
+    assert terms("是不是", query=True) == ["是不", "不是"]  # nothing else to search: the bigrams stay
+    assert terms("我的猫") == ["我的", "的猫"]  # stored documents keep every bigram
+
+
 def test_memory_markdown_round_trip_keeps_meta_and_multiline():
     text = md.MEMORY_TEMPLATE["en"]
     lines = md.render("abc12345", "2026-01-02", "line one\nline two", {"type": "pattern", "importance": 0.9}, "en")

@@ -25,7 +25,7 @@ from . import (
     serve_cmd,
     session_cmd,
 )
-from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime
+from .common import Json, OneUser, Runtime, User, err, out, print_json, runtime, shell_word
 from .help_compat import hide_flag_types, plain_usage_names
 from .help_examples import attach as attach_examples
 from .help_examples import overview
@@ -68,8 +68,19 @@ def _hits_table(hits: list[Any]) -> Table:
 def init(ctx: typer.Context, lang: str = typer.Option("en", "--lang", help="Template language of MEMORY.md: en or zh."),
          user: User = "default") -> None:
     """Create the workspace and the user's MEMORY.md / learnings.md from the template."""
-    folder = runtime(ctx).memory(language=lang).init(user, lang)
-    out.print(f"initialised {folder}")
+    from ..config import resolve_root
+    from ..workspace.userspace import Workspace
+
+    rt = runtime(ctx)
+    fresh = not Workspace(resolve_root(rt.root)).exists
+    m = rt.memory(language=lang, announce=False)
+    folder = m.init(user, lang)
+    root = m.settings.root
+    out.print(f"{'created a new memfold workspace in' if fresh else 'workspace:'} {root}", markup=False, highlight=False)
+    out.print(f"memory of user {folder.name!r}: {folder / 'MEMORY.md'}", markup=False, highlight=False)
+    if root != resolve_root(None):  # other commands look in ./.memfold or MEMFOLD_HOME unless told
+        out.print(f"other commands use it with --root {shell_word(str(root))} or MEMFOLD_HOME={shell_word(str(root))}",
+                  markup=False, highlight=False)
 
 
 @app.command()
@@ -81,7 +92,9 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
         note: bool = typer.Option(False, "--note", help="Append to today's daily note instead of MEMORY.md."),
         as_json: Json = False) -> None:
     """Store one memory (type inferred by rules unless --type is given)."""
-    text = render.text_argument(text)
+    from ..engine import guard
+
+    text = guard.memory_text(render.text_argument(text), "the memory text")  # checked before a workspace is made
     m = runtime(ctx).memory()
     if note:
         r = m.add_note(text, user)
@@ -120,7 +133,7 @@ def search(ctx: typer.Context, query: str = typer.Argument(..., help="What to lo
     if not query.strip():
         raise InvalidInputError("search needs words to look for; to see every memory use 'memfold list' "
                                 "(or 'memfold show' for MEMORY.md)")
-    hits = runtime(ctx).memory().search(query, user, limit=k, memory_type=type_, include_archived=include_archived)
+    hits = runtime(ctx).existing().search(query, user, limit=k, memory_type=type_, include_archived=include_archived)
     if as_json:
         print_json([h.to_dict() for h in hits])
     elif hits:
@@ -169,13 +182,13 @@ def ingest(ctx: typer.Context, file: Path = typer.Argument(..., help="JSON list 
 @app.command()
 def show(ctx: typer.Context, user: User = "default") -> None:
     """Print the user's MEMORY.md."""
-    sys.stdout.write(runtime(ctx).memory().show(user))
+    sys.stdout.write(runtime(ctx).existing().show(user))
 
 
 @app.command()
 def get(ctx: typer.Context, memory_id: str = typer.Argument(...), user: User = "default") -> None:
     """Print one memory as JSON."""
-    print_json(runtime(ctx).memory().get(memory_id, user).to_dict())
+    print_json(runtime(ctx).existing().get(memory_id, user).to_dict())
 
 
 @app.command("list")
@@ -184,7 +197,7 @@ def list_(ctx: typer.Context, user: User = "default",
           archived: bool = typer.Option(False, "--archived", help="Include archived memories."),
           as_json: Json = False) -> None:
     """List the user's memories."""
-    rows = runtime(ctx).memory().get_all(user, memory_type=type_, include_archived=archived)
+    rows = runtime(ctx).existing().get_all(user, memory_type=type_, include_archived=archived)
     if as_json:
         print_json([r.to_dict() for r in rows])
         return
@@ -201,7 +214,7 @@ def update(ctx: typer.Context, memory_id: str = typer.Argument(...),
            importance: Optional[float] = typer.Option(None, "--importance"),
            user: User = "default") -> None:
     """Change the text or importance of a memory (MEMORY.md is backed up first)."""
-    m = runtime(ctx).memory()
+    m = runtime(ctx).existing()
     before = m.get(memory_id, user)
     r = m.update(memory_id, user, content=content, importance=importance)
     out.print(f"{'unchanged' if r == before else 'updated'} {r.id}: {r.content}")
@@ -210,7 +223,7 @@ def update(ctx: typer.Context, memory_id: str = typer.Argument(...),
 @app.command()
 def delete(ctx: typer.Context, memory_id: str = typer.Argument(...), user: User = "default") -> None:
     """Delete one memory by id, and its words from history, backups and the search snapshot."""
-    r = runtime(ctx).memory().delete(memory_id, user)
+    r = runtime(ctx).existing().delete(memory_id, user)
     out.print(f"deleted {r.id}: {r.content}")
 
 
@@ -219,7 +232,7 @@ def forget(ctx: typer.Context, query: str = typer.Argument(..., help="A memory i
            user: User = "default",
            dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be forgotten.")) -> None:
     """Delete a memory by id, or every memory matching a query, as delete does."""
-    gone = runtime(ctx).memory().forget(query, user, dry_run=dry_run)
+    gone = runtime(ctx).existing().forget(query, user, dry_run=dry_run)
     verb = "would forget" if dry_run else "forgot"
     if not gone:
         out.print("nothing matched")
@@ -231,7 +244,7 @@ def forget(ctx: typer.Context, query: str = typer.Argument(..., help="A memory i
 def history(ctx: typer.Context, memory_id: str = typer.Argument(...), user: User = "default",
             as_json: Json = False) -> None:
     """Every change of a memory: add, update, merge, archive, delete, forget."""
-    entries = runtime(ctx).memory().history(memory_id, user)
+    entries = runtime(ctx).existing().history(memory_id, user)
     if as_json:
         print_json([e.to_dict() for e in entries])
         return
@@ -248,7 +261,7 @@ def reindex(ctx: typer.Context, user: OneUser = None) -> None:
     Re-embedding keeps the episodic turns, history and sessions of the embedded index, and the old file."""
     rt = runtime(ctx)
     try:
-        mem = rt.memory()
+        mem = rt.existing()
     except EmbedderChangedError as exc:
         from ..engine import admin
 
@@ -272,14 +285,24 @@ def stats(ctx: typer.Context, user: User = "default", as_json: Json = False,
                                        "workspace.")) -> None:
     """Counts by type, archived, average importance, file sizes; --metrics: the live metrics."""
     if metrics:
-        m = metrics_view.live_summary(runtime(ctx).memory(), user)
+        from ..config import resolve_root
+        from ..errors import NoWorkspaceError
+        from ..metrics.exposition import multiprocess_dir
+
+        try:
+            mem = runtime(ctx).existing()
+        except NoWorkspaceError as exc:  # the processes' metrics need no workspace (and none is made for them)
+            if multiprocess_dir():
+                err.print(f"{exc} Showing the metrics of {multiprocess_dir()} only.", markup=False, highlight=False)
+            mem = None
+        m = metrics_view.live_summary(mem, user, resolve_root(runtime(ctx).root))
         if as_json:
             print_json(m)
             return
         for line in metrics_view.metrics_lines(m):
             out.print(line)
         return
-    s = runtime(ctx).memory().stats(user)
+    s = runtime(ctx).existing().stats(user)
     if as_json:
         print_json(s)
         return
@@ -295,7 +318,7 @@ migrate_cmd.register(app)  # migrate --to postgres DSN
 def export_(ctx: typer.Context, file: Optional[Path] = typer.Argument(None, help="Output JSONL file (default stdout)."),
             user: OneUser = None) -> None:
     """Export every memory (archived too) as JSON lines."""
-    rows = runtime(ctx).memory().export(user)
+    rows = runtime(ctx).existing().export(user)
     try:
         fh = open(file, "w", encoding="utf-8") if file else sys.stdout
     except OSError as exc:

@@ -22,7 +22,7 @@ def maintain(ctx: typer.Context, user: OneUser = None,
         if not as_json:
             err.print(f"… {res.user_id}: {res.job}: {res.status}", highlight=False)
 
-    run = runtime(ctx).memory().maintain(user, dry_run=dry_run, jobs=job, force=force, progress=progress)
+    run = runtime(ctx).existing().maintain(user, dry_run=dry_run, jobs=job, force=force, progress=progress)
     if as_json:
         print_json(run.to_dict())
     else:

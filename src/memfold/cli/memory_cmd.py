@@ -38,6 +38,7 @@ def memory_off(ctx: typer.Context, user: User = "default", as_json: Json = False
 @memory_app.command("status")
 def memory_status(ctx: typer.Context, user: User = "default", as_json: Json = False) -> None:
     """Say whether memory is on or off for a user (the enabled key of the config, then the user's own setting)."""
+    runtime(ctx).require_workspace()
     _report(ctx, user, as_json)
 
 

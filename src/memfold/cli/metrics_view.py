@@ -14,12 +14,13 @@ NOTHING_RUNS = ("no memfold serve or memfold mcp process is running on {root}: s
                 "metrics show here")
 
 
-def live_summary(memory: Any, user_id: str | None) -> dict[str, Any]:
-    """The summary of the running processes' metrics (``running`` False and no operations when none runs)."""
+def live_summary(memory: Any, user_id: str | None, root: Any = None) -> dict[str, Any]:
+    """The summary of the running processes' metrics (``running`` False and no operations when none runs);
+    ``memory`` None: no workspace at ``root`` (no memory counts, and nothing runs on it)."""
     from ..metrics import shared, summary
     from ..metrics.exposition import multiprocess_dir
 
-    root = memory.settings.root
+    root = memory.settings.root if memory is not None else root
     docs = shared.running(root)
     if docs:
         noun = "process" if len(docs) == 1 else "processes"

@@ -20,9 +20,12 @@ def _user(ctx: typer.Context, user: str) -> str:
     return group_user if user == "default" and group_user else user  # "memfold policy -u U set ..." means U
 
 
-def _files(ctx: typer.Context, user: str) -> Any:
+def _files(ctx: typer.Context, user: str, *, write: bool = False) -> Any:
+    """The user's policy files; a command that only reads or changes what is there needs a workspace."""
     from ..maintenance.policy_files import PolicyFiles
 
+    if not write:
+        runtime(ctx).require_workspace()
     return PolicyFiles.of(runtime(ctx).settings().root, user)
 
 
@@ -65,7 +68,7 @@ def set_(ctx: typer.Context, key: Annotated[str, typer.Argument(help="A policy k
          user: User = "default", as_json: Json = False) -> None:
     """Set one policy key for a user (snapshot of the old overrides first)."""
     user = _user(ctx, user)
-    _render_change(_files(ctx, user).set({key: value}), as_json, f"set {key} for {user}")
+    _render_change(_files(ctx, user, write=True).set({key: value}), as_json, f"set {key} for {user}")
 
 
 @policy_app.command()

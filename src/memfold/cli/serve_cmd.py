@@ -89,7 +89,7 @@ def keys_list(ctx: typer.Context, as_json: Json = False) -> None:
     """List the API keys (ids, namespaces, scope, name, revoked or not; never the keys)."""
     from ..server.keys import KeyStore
 
-    keys = KeyStore(runtime(ctx).memory().index).list()
+    keys = KeyStore(runtime(ctx).existing().index).list()
     if as_json:
         print_json([k.to_dict() for k in keys])
         return
@@ -105,7 +105,7 @@ def keys_revoke(ctx: typer.Context, key_id: str = typer.Argument(..., help="The 
     """Revoke an API key: every server sharing the index refuses it from its next request."""
     from ..server.keys import KeyStore
 
-    k = KeyStore(runtime(ctx).memory().index).revoke(key_id)
+    k = KeyStore(runtime(ctx).existing().index).revoke(key_id)
     out.print(f"revoked {k.key_id} ({k.revoked_at})")
 
 

@@ -144,7 +144,7 @@ def context(ctx: typer.Context, query: str = typer.Argument(..., help="The user 
                                                 "(default: the session's, else 'default')."),
             system: System = None, no_memory: NoMemory = False, as_json: Json = False) -> None:
     """Print the messages build_context would send to the model (for debugging prompts)."""
-    m = runtime(ctx).memory()
+    m = runtime(ctx).existing()
     if session is not None:
         built = m.session(session, user, agent, memory_enabled=not no_memory).context(query, base_prompt=system)
         messages, figures = built.messages, built
@@ -168,7 +168,7 @@ def summarize(ctx: typer.Context, session: str = typer.Option(..., "--session", 
     """Fold a session's history into its summary now (all but the last session_summary_keep_count messages)."""
     from ..errors import NotFoundError
 
-    m = runtime(ctx).memory()
+    m = runtime(ctx).existing()
     if session not in m.sessions(user):
         raise NotFoundError(f"no session {session!r} for user {user!r}")
     s = m.session(session, user, agent)
@@ -188,7 +188,7 @@ def summarize(ctx: typer.Context, session: str = typer.Option(..., "--session", 
 
 def sessions(ctx: typer.Context, user: User = "default", as_json: Json = False) -> None:
     """List the sessions of a namespace with their sizes."""
-    m = runtime(ctx).memory()
+    m = runtime(ctx).existing()
     rows = [m.session(sid, user, None).info for sid in m.sessions(user)]
     if as_json:
         print_json(rows)

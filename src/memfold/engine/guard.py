@@ -65,6 +65,15 @@ def text(value: Any, name: str) -> str:
     return _CONTROL.sub("", value)
 
 
+def memory_text(value: Any, name: str) -> str:
+    """A text to remember (``text``): refused when nothing is left of it once trimmed (empty, or
+    spaces and blank lines only), so that a call that stored nothing never looks like success."""
+    value = text(value, name)
+    if not clean_content(value):
+        raise InvalidInputError(f"{name} is empty{' (only whitespace)' if value else ''}: there is nothing to remember")
+    return value
+
+
 def optional_text(value: Any, name: str) -> str | None:
     return None if value is None else text(value, name)
 

@@ -92,11 +92,13 @@ class Memory(AgentCalls, Upkeep):
     def _store(self, user_id: str) -> UserStore:
         with self._lock:
             st = self._stores.get(user_id)
+            if st is None and (uid := check_user_id(user_id)) != user_id:
+                return self._store(uid)  # the id as given is not in normal form C: the stored namespace's
             if st is not None:  # the backup keys of a changed policy file apply at once
                 pol = self.policy(user_id)
                 st.backup_keep, st.space.backup_max_age_days = pol.backup_keep, pol.backup_max_age_days
                 return st
-            space = self.workspace.user(check_user_id(user_id))
+            space = self.workspace.user(user_id)
             space.language = user_language(space.dir, self.settings.language)  # the user's own template's
             st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
             pol = self.policy(user_id)
@@ -146,7 +148,7 @@ class Memory(AgentCalls, Upkeep):
         """Create the namespace's MEMORY.md and learnings.md from the templates (idempotent)."""
         if language not in (None, "en", "zh"):
             raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
-        st = self._store(user_id)
+        st = self._store(guard.user(user_id))
         st.space.init(language)
         st.space.language = user_language(st.space.dir, language or st.space.language)  # an existing file's wins
         st.sync()
@@ -154,12 +156,12 @@ class Memory(AgentCalls, Upkeep):
 
     def language(self, user_id: str = "default") -> str:
         """The language of the user's MEMORY.md (``en`` | ``zh``): the prompts injected for the user use it."""
-        return self._store(user_id).space.language
+        return self._store(guard.user(user_id)).space.language
 
     def show(self, user_id: str = "default") -> str:
         """The text of MEMORY.md without memfold's revision marker line (NotFoundError when the
         namespace has none)."""
-        return split_marker(self._store(user_id).space.read(FILE_MEMORY))[0]
+        return split_marker(self._store(guard.user(user_id)).space.read(FILE_MEMORY))[0]
 
     # ---- write ---------------------------------------------------------------------------
     @measured("add")
@@ -180,7 +182,7 @@ class Memory(AgentCalls, Upkeep):
             if session_id is not None and session_id != run_id:
                 raise ArgumentError("add(): give session_id or run_id (the same thing), not two different ones")
             session_id = run_id
-        data = guard.text(data, "data") if isinstance(data, str) else guard.message_list(data, "data")
+        data = guard.memory_text(data, "data") if isinstance(data, str) else guard.message_list(data, "data")
         mtype = guard.memory_type(memory_type)
         importance = guard.optional_number(importance, "importance")
         agent_id = guard.optional_ident(agent_id, "agent_id")
@@ -202,9 +204,7 @@ class Memory(AgentCalls, Upkeep):
     def add_note(self, text: str, user_id: str = "default", *, when: datetime | None = None) -> MemoryRecord:
         """Append a bullet to today's daily note ``memory/YYYYMM/YYYYMMDD.md``."""
         user_id = guard.user(user_id)
-        content = clean_content(guard.text(text, "text"))
-        if not content:
-            raise InvalidInputError("a daily note needs non-empty text")
+        content = clean_content(guard.memory_text(text, "text"))
         check_length("the note", content, MAX_CONTENT_CHARS, field="text")
         if when is not None and not isinstance(when, datetime):
             raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
@@ -388,6 +388,7 @@ class Memory(AgentCalls, Upkeep):
 
     def stats(self, user_id: str = "default") -> dict[str, Any]:
         """Counts by type, archived and episodic rows, average importance, file sizes, LLM usage."""
+        user_id = guard.user(user_id)
         st = self._store(user_id)
         st.sync(wait=False)
         out = self.index.stats(user_id)
@@ -441,7 +442,7 @@ class Memory(AgentCalls, Upkeep):
 
     def sessions(self, user_id: str = "default") -> list[str]:
         """The ids of the namespace's sessions."""
-        return self.index.list_state(check_user_id(user_id), SESSION_KIND)
+        return self.index.list_state(guard.user(user_id), SESSION_KIND)
 
     def pins(self, agent_id: str, user_id: str = "default") -> PinList:
         """The pin list of one agent: the last ``max_recent_memories`` memories it saved."""
@@ -468,11 +469,11 @@ class Memory(AgentCalls, Upkeep):
         base_prompt = guard.optional_text(base_prompt, "base_prompt")
         session_id = guard.optional_ident(session_id, "session_id")
         agent_id = guard.optional_ident(agent_id, "agent_id")
+        user_id = guard.user(user_id)
         memory_enabled = guard.flag(memory_enabled, "memory_enabled") and self.memory_enabled(user_id)
         if session_id is not None:
             return self.session(session_id, user_id, agent_id, memory_enabled=memory_enabled,
                                 language=language).build_context(user_message, base_prompt=base_prompt, tools=tools)
-        user_id = check_user_id(user_id)
         pins = self.recent_memories(agent_id or DEFAULT_AGENT, user_id) if memory_enabled else []
         return stateless_context(self._session_ports, pins, self.policy(user_id), user_message, user_id,
                                  language=language or self.language(user_id), base_prompt=base_prompt,

@@ -48,6 +48,9 @@ class PolicyAccess:
         a file made unreadable meanwhile keeps the last good policy (with a warning)."""
         with self._lock:
             cached = self._policies.get(user_id)
+            if cached is None:  # asked first: the id checked, in the form every other call uses
+                user_id = check_user_id(user_id)
+                cached = self._policies.get(user_id)
             # a namespace asked before: its files object is kept (the id was checked then); one stat per call
             files = cached[2] if cached is not None else self.policy_files(user_id)
             stamp = files.stamp()
@@ -105,6 +108,7 @@ class AgentCalls(PolicyAccess):
 
     def set_memory_enabled(self, enabled: bool, user_id: str = "default") -> Path:
         """Switch memory on or off for a namespace (the ``enabled`` key of its policy_overrides.json)."""
+        user_id = check_user_id(user_id)
         files = self.policy_files(user_id)
         files.set({"enabled": guard.flag(enabled, "enabled")}, "memory on/off")  # snapshotted first
         with self._lock:

@@ -11,6 +11,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..errors import InvalidInputError
 from ..workspace.userspace import check_user_id
 from .errors import ApiError, error_response
 from .keys import ALL_NAMESPACES, ApiKey, KeyStore
@@ -28,7 +29,10 @@ class Caller:
             raise ApiError(403, "forbidden", f"this key has scope {self.key.scope!r}; this request needs {scope!r}")
         if user_id is None or user_id == "":
             user_id = self.key.user if self.key.user != ALL_NAMESPACES else "default"
-        check_user_id(user_id)
+        try:
+            user_id = check_user_id(user_id)  # in normal form C, as the namespace is stored
+        except InvalidInputError as exc:
+            raise ApiError(422, "invalid_input", str(exc), "user_id") from None
         if not self.key.covers(user_id):
             raise ApiError(403, "forbidden", f"this key may not use namespace {user_id!r}", "user_id")
         return user_id

@@ -72,12 +72,9 @@ class KeyStore:
         check_scope(scope)
         if not namespaces:
             raise InvalidInputError("a key needs at least one namespace (--user)")
-        for ns in namespaces:
-            if ns == ALL_NAMESPACES:
-                if scope != "admin":
-                    raise InvalidInputError("only an admin key may cover every namespace ('*')")
-            else:
-                check_user_id(ns, "user")
+        namespaces = [ns if ns == ALL_NAMESPACES else check_user_id(ns, "user") for ns in namespaces]
+        if ALL_NAMESPACES in namespaces and scope != "admin":
+            raise InvalidInputError("only an admin key may cover every namespace ('*')")
         if not isinstance(name, str) or len(name) > 200 or any(ord(c) < 32 for c in name):
             raise InvalidInputError("name must be at most 200 characters without control characters")
         key_id = secrets.token_hex(6)

@@ -33,6 +33,8 @@ EN_STOP = frozenset(
 ZH_STOP_CHARS = frozenset("的了吗呢吧啊呀哦嗯是在我你他她它们这那有和与就也都还要会很什么怎么")
 # characters of question words and particles: a query bigram holding one says little about the topic
 ZH_QUERY_STOP = frozenset("的了吗呢吧啊呀哦嗯是什么哪怎谁为我你他她它们这那就也都还很")
+# characters that say nothing of a topic standing alone (a query's single characters: ``_query_grams``)
+ZH_ALONE_STOP = ZH_QUERY_STOP | ZH_STOP_CHARS | frozenset("不没个一")
 
 
 # Version of the terms this module makes: stored keyword terms of an older version are rebuilt
@@ -133,6 +135,16 @@ def _word_term(word: str) -> str:
     return "" if not word or word in EN_STOP else _stem(word)
 
 
+def _query_grams(run: str, grams: list[str]) -> list[str]:
+    """A query's terms of one CJK run: the bigrams without a function character. When every bigram
+    holds one (我的猫, 我的车: only 我的 and 的猫), the run's other characters stand alone (猫, 车) rather
+    than 我的 deciding what matches; a run of function characters only keeps its bigrams."""
+    kept = [g for g in grams if g[0] not in ZH_QUERY_STOP and g[1] not in ZH_QUERY_STOP]
+    if kept:
+        return kept
+    return [c for c in dict.fromkeys(run) if c not in ZH_ALONE_STOP] or grams
+
+
 def terms(text: str, *, query: bool = False) -> list[str]:
     """Terms of ``text``: stemmed words (stop words dropped) and, for CJK runs,
     character bigrams plus single characters of one-character runs.
@@ -150,8 +162,7 @@ def terms(text: str, *, query: bool = False) -> list[str]:
         else:
             grams = [run[i : i + 2] for i in range(len(run) - 1)]
             if query:
-                kept = [g for g in grams if g[0] not in ZH_QUERY_STOP and g[1] not in ZH_QUERY_STOP]
-                grams = kept or grams
+                grams = _query_grams(run, grams)
             out.extend(grams)
     return out
 

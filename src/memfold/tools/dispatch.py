@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..engine import guard
 from ..engine.memory import Memory
 from ..errors import (
     ConfigError,
@@ -135,7 +136,7 @@ class MemoryTools:
     def __init__(self, memory: Memory, user_id: str = "default", agent_id: str | None = None,
                  language: str | None = None):
         self.memory = memory
-        self.user_id = user_id
+        self.user_id = guard.user(user_id)  # a bad id is refused here, not at the agent's first call
         self.agent_id = agent_id
         self._language = language
 

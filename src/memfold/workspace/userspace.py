@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import time
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -18,35 +19,71 @@ from ..text.forgetting import QUOTE_MIN
 from .files import FileLock, atomic_write
 
 ARCHIVE_FILE = "archive.md"  # finished todos the tidy job took out of MEMORY.md, for people to read (not indexed)
-_USER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
 _DAILY = re.compile(r"^memory/(\d{6})/(\d{8})\.md$")
 
 
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", "conin$", "conout$",
                      *(f"com{i}" for i in "123456789¹²³"), *(f"lpt{i}" for i in "123456789¹²³")}
+USER_ID_MAX_CHARS = 128
+USER_ID_MAX_BYTES = 255  # in UTF-8: the longest file name most file systems allow (at least 255 UTF-16 units too)
+USER_ID_PUNCTUATION = "_.@-"
+_PLAIN_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.@-]{{0,{USER_ID_MAX_CHARS - 1}}}", re.ASCII)
+_RULES = (f"a user id is 1-{USER_ID_MAX_CHARS} letters or digits of any script (小明, José, Ærø) and "
+          f"{', '.join(repr(c) for c in USER_ID_PUNCTUATION)}, starting with a letter or digit")
+
+
+def _id_char(c: str) -> bool:
+    """A letter, digit or combining mark of any script (the marks of Devanagari, Thai… words), or
+    one of the punctuation characters allowed between them."""
+    return c in USER_ID_PUNCTUATION or unicodedata.category(c)[0] in "LNM"
 
 
 def check_user_id(user_id: str, name: str = "user_id") -> str:
-    """A namespace id is a folder name on every system: 1-128 letters, digits, '_', '-', '.', '@',
-    starting with a letter or digit, not ending with '.', no '..', not a reserved device name."""
+    """A namespace id, which is a folder name on every system: letters and digits of any script,
+    '_', '-', '.', '@', starting with a letter or digit, at most ``USER_ID_MAX_CHARS`` characters
+    and ``USER_ID_MAX_BYTES`` bytes of UTF-8; no '..', not ending with '.', not a reserved device
+    name of Windows (CON, NUL, COM1…), no control or invisible formatting characters (bidi marks,
+    zero-width joiners). Returns the id in Unicode normal form C, the form every folder name and
+    index row uses (so "José" typed with a combining accent is the same user as "José")."""
     if not isinstance(user_id, str):
         raise InvalidInputError(f"{name} must be a string, got {type(user_id).__name__} {user_id!r}")
+    if (_PLAIN_ID.fullmatch(user_id) and ".." not in user_id and user_id[-1] != "."
+            and user_id.split(".")[0].lower() not in _WINDOWS_RESERVED):
+        return user_id  # the common case (ASCII letters and digits), at regex speed: ids are checked at every call
+    if not user_id.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in user_id):
+        raise InvalidInputError(f"invalid {name} {user_id!r}: it contains a lone surrogate, which is not valid text")
+    uid = user_id if user_id.isascii() else unicodedata.normalize("NFC", user_id)
     problem = None
-    if user_id != user_id.strip():
+    if not uid:
+        problem = "it is empty"
+    elif uid != uid.strip():
         problem = "it starts or ends with whitespace"
-    elif any(ord(c) < 32 or 127 <= ord(c) < 160 for c in user_id):
+    elif any(unicodedata.category(c) == "Cc" for c in uid):
         problem = "it contains a control character"
-    elif user_id.endswith("."):
-        problem = "it ends with '.'"
-    elif ".." in user_id:
+    elif any(unicodedata.category(c) == "Cf" for c in uid):
+        problem = "it contains an invisible formatting character (a bidi mark or zero-width character)"
+    elif any(c in "/\\" for c in uid):
+        problem = "it contains a path separator"
+    elif ".." in uid:
         problem = "it contains '..'"
-    elif user_id.split(".")[0].lower() in _WINDOWS_RESERVED:
-        problem = f"{user_id.split('.')[0]!r} is a reserved device name on Windows"
-    elif not _USER_ID.fullmatch(user_id):
-        problem = "use 1-128 letters, digits, '_', '-', '.', '@', starting with a letter or digit"
+    elif uid.endswith("."):
+        problem = "it ends with '.'"
+    elif uid.split(".")[0].lower() in _WINDOWS_RESERVED:
+        problem = f"{uid.split('.')[0]!r} is a reserved device name on Windows"
+    elif len(uid) > USER_ID_MAX_CHARS:
+        problem = f"it is {len(uid)} characters long; {_RULES}"
+    elif len(uid.encode("utf-8")) > USER_ID_MAX_BYTES:
+        problem = (f"it is {len(uid.encode('utf-8'))} bytes long in UTF-8, more than the {USER_ID_MAX_BYTES} "
+                   "a folder name may have")
+    elif unicodedata.category(uid[0])[0] not in "LN":
+        problem = f"it starts with {uid[0]!r}; {_RULES}"
+    else:
+        bad = next((c for c in uid if not _id_char(c)), None)
+        if bad is not None:
+            problem = f"{bad!r} is not allowed; {_RULES}"
     if problem:
         raise InvalidInputError(f"invalid {name} {user_id!r}: {problem}")
-    return user_id
+    return uid
 
 
 def daily_rel(day: date) -> str:
@@ -69,7 +106,7 @@ class UserSpace:
 
     def __init__(self, root: Path, user_id: str, language: str = "en"):
         self.user_id = check_user_id(user_id)
-        self.dir = root / user_id
+        self.dir = root / self.user_id
         self.language = language
         self.lock = FileLock(self.dir / ".lock")
         self.backup_max_age_days = 0.0  # backups older than this are deleted (0: kept until pruned by count)
@@ -269,12 +306,15 @@ class UserSpace:
         return n
 
 
+_USER_FILES = (FILE_MEMORY, FILE_LEARNINGS, "memory", "policy_overrides.json", "policy_snapshots")
+
+
 def _valid_user_dir(name: str) -> bool:
+    """A folder whose name is a user id as memfold writes it (in normal form C)."""
     try:
-        check_user_id(name)
+        return check_user_id(name) == name
     except InvalidInputError:
         return False
-    return True
 
 
 class Workspace:
@@ -288,8 +328,22 @@ class Workspace:
     def user(self, user_id: str) -> UserSpace:
         us = self._users.get(user_id)
         if us is None:
-            us = self._users[user_id] = UserSpace(self.root, user_id, self.language)
+            user_id = check_user_id(user_id)
+            us = self._users.get(user_id) or UserSpace(self.root, user_id, self.language)
+            self._users[user_id] = us
         return us
+
+    @property
+    def exists(self) -> bool:
+        """There is a workspace here: the root folder holds an index, a settings file or a user's
+        folder with memory or policy files in it (what ``memfold init`` and every write leave behind)."""
+        r = self.root
+        if not r.is_dir():
+            return False
+        if any((r / name).exists() for name in ("index.db", "config.toml", "config.json")):
+            return True
+        return any(p.is_dir() and _valid_user_dir(p.name) and any((p / f).exists() for f in _USER_FILES)
+                   for p in r.iterdir())
 
     def user_ids(self) -> list[str]:
         if not self.root.is_dir():
