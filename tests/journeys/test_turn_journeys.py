@@ -223,3 +223,34 @@ def test_deleting_a_line_by_hand_hides_the_english_turn_and_putting_it_back_work
         assert "jazz" not in context_text(mem, "What music do I like?", "gus")
         path.write_text(before, encoding="utf-8")  # undo: the line is back, and found again
         assert shown(mem.search("jazz", "gus")) == [("preference", "I love jazz music")]
+
+
+def test_a_hand_edit_leaves_no_stale_hidden_data_zh(tmp_path: Path):
+    """改了 MEMORY.md 里看得见的那句话（只改正文），行尾隐藏的数据不再引用旧的说法（香山），索引里也一样。"""
+    mem = Memory(tmp_path)
+    try:
+        talk(mem, "xiaoming", "我喜欢周末去爬山，特别是香山")
+        path = memory_md(tmp_path, "xiaoming")
+        assert "香山" in path.read_text(encoding="utf-8")
+        path.write_text(path.read_text(encoding="utf-8").replace("香山", "八达岭长城", 1), encoding="utf-8")
+        hits = mem.search("周末爬山", "xiaoming")
+        assert hits and "八达岭长城" in hits[0].record.content
+        assert "香山" not in json.dumps(hits[0].record.structured_data, ensure_ascii=False)
+        assert "香山" not in path.read_text(encoding="utf-8")
+    finally:
+        mem.close()
+
+
+def test_a_hand_edited_date_drops_the_old_date_from_the_data(tmp_path: Path):
+    """Moving a deadline by hand: the bullet's hidden data no longer says the old date."""
+    mem = Memory(tmp_path)
+    try:
+        mem.add("Project A is due on March 15", "alice")
+        path = memory_md(tmp_path, "alice")
+        path.write_text(path.read_text(encoding="utf-8").replace("March 15", "April 30", 1), encoding="utf-8")
+        [r] = [r for r in mem.get_all("alice") if "Project A" in r.content]
+        assert "April 30" in r.content
+        assert "March 15" not in json.dumps(r.structured_data)
+        assert "March 15" not in path.read_text(encoding="utf-8")
+    finally:
+        mem.close()

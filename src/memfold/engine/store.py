@@ -160,6 +160,11 @@ class UserStore:
                                                 _with_redacted({"file": rel, "by": by}, redacted.get(eid))))
                     if old[0].content != r.content:
                         edited.append(old[0])
+                        fresh = _without_stale_data(r, old[0].content)
+                        if fresh is not r:  # the line's hidden data still quoted the old words: rewritten
+                            r = fresh
+                            new_lines[e.start] = (e, eid, r)
+                            stamped = True
             else:
                 history.append(HistoryEntry(eid, self.user_id, "add", utcnow(), None, r.content,
                                             _with_redacted({"file": rel, "by": "file" if by == "hand" else by},
@@ -447,6 +452,19 @@ def _transaction(index: Index) -> AbstractContextManager[Any]:
     """One index transaction around several writes when the backend offers it."""
     tx = getattr(index, "transaction", None)
     return tx() if callable(tx) else nullcontext()
+
+
+def _without_stale_data(r: MemoryRecord, old_content: str) -> MemoryRecord:
+    """``r`` without the ``structured_data`` values that quoted words of ``old_content`` which the
+    edited text no longer holds (an extracted object, a date): data that contradicts the words a
+    person wrote would be injected and filtered on as if still true. Values a caller set that never
+    quoted the text are kept."""
+    data = r.structured_data or {}
+    stale = [k for k, v in data.items()
+             if isinstance(v, str) and len(v.strip()) >= 2 and v in old_content and v not in r.content]
+    if not stale:
+        return r
+    return r.with_(structured_data={k: v for k, v in data.items() if k not in stale})
 
 
 def _with_redacted(detail: dict, kinds: list[str] | None) -> dict:
