@@ -254,3 +254,17 @@ def test_a_hand_edited_date_drops_the_old_date_from_the_data(tmp_path: Path):
         assert "March 15" not in path.read_text(encoding="utf-8")
     finally:
         mem.close()
+
+
+def test_a_filtered_search_finds_its_own_copy_of_repeated_words(tmp_path: Path):
+    """The same words saved under two topics: unfiltered they show once, a filter finds its own copy."""
+    mem = Memory(tmp_path)
+    try:
+        mem.add("Lyon", "alice", metadata={"topic": "travel"}, infer=False, dedupe=False)
+        mem.add("Lyon", "alice", metadata={"topic": "work"}, infer=False, dedupe=False)
+        assert [h.record.content for h in mem.search("Lyon", "alice")] == ["Lyon"]
+        for topic in ("travel", "work"):
+            hits = mem.search("Lyon", "alice", filters={"topic": topic})
+            assert [(h.record.content, h.record.structured_data["topic"]) for h in hits] == [("Lyon", topic)]
+    finally:
+        mem.close()

@@ -32,7 +32,7 @@ from .memory_parts import AgentCalls, Upkeep
 from .pin import STATE_KIND as PIN_KIND
 from .pin import PinList, PinStore
 from .ports import SessionPorts
-from .read import Retriever
+from .read import Retriever, collapse_turn_copies
 from .session import DEFAULT_AGENT, Session, check_language, session_policy, stateless_context
 from .session import STATE_KIND as SESSION_KIND
 from .session_end import SessionEnds
@@ -307,10 +307,12 @@ class Memory(AgentCalls, Upkeep):
         want = limit or self.policy(user_id).retrieve_limit
         ask = min(max(4 * want, 20), FILTERED_POOL)
         while True:  # the ranked hits, widened until enough of them match (the index tests each batch)
+            # copies collapse among the hits that match: a record outside the filter must not stand for one inside
             hits = self.retriever.search(query, user_id, limit=ask, memory_type=memory_type, record_access=False,
-                                         include_episodic=include_episodic, include_archived=include_archived, now=at)
+                                         include_episodic=include_episodic, include_archived=include_archived, now=at,
+                                         collapse_copies=False)
             ok = self.index.matching_ids(user_id, [h.record.id for h in hits], where) if hits else set()
-            kept = [h for h in hits if h.record.id in ok][:want]
+            kept = collapse_turn_copies([h for h in hits if h.record.id in ok])[:want]
             if len(kept) >= want or len(hits) < ask or ask >= FILTERED_POOL:
                 break
             ask = min(4 * ask, FILTERED_POOL)
