@@ -15,11 +15,9 @@ What stays is listed in the README ("Deleted means deleted")."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 
 from ..models import HistoryEntry, MemoryRecord, utcnow
-from . import records as rec
 from .store import UserStore
 
 log = logging.getLogger("memfold")
@@ -60,8 +58,8 @@ def purge(store: UserStore, removed: Sequence[MemoryRecord], words: Sequence[str
         texts = sorted({r.content for r in gone.values() if r.content.strip()}, key=len, reverse=True)
         asked = sorted({w.strip() for w in words if len(w.strip()) >= QUERY_MIN}, key=len, reverse=True)
         forms = list(dict.fromkeys(f for w in asked for f in (w, w.lower(), w.capitalize())))
-        unquoted = _unquote_contexts(store, [r for r in index.quoting(user, texts + forms) if r.id not in gone],
-                                     texts, asked)
+        unquoted = store.unquote_contexts(texts, rows=[r for r in index.quoting(user, texts + forms) if r.id not in gone],
+                                          asked=asked)
         entries = index.forget_text(user, list(gone), texts)
         rewritten, dropped = store.space.purge_backups(set(gone), texts)
     log.info("purged %d memories of %s (%d older versions): %d history entries, %d contexts, "
@@ -70,29 +68,3 @@ def purge(store: UserStore, removed: Sequence[MemoryRecord], words: Sequence[str
 
 
 QUERY_MIN = 3  # a forget's words shorter than this are not looked for in quoted turns
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}(?: [^\W\d_]+ \d{4})?")
-
-
-def _unquote_contexts(store: UserStore, rows: Sequence[MemoryRecord], texts: Sequence[str],
-                      asked: Sequence[str] = ()) -> int:
-    """Re-index rows whose context (an episodic turn's previous turn) quotes a removed text, or a
-    turn that repeats the words a forget asked for (``asked``), without that quote."""
-    # a turn's context is "<day> [<name>: ]<previous turn>\n<speaker>": the text must be the whole previous turn
-    quoted = [re.compile(r"(^|\s|: )" + re.escape(t) + r"(?=\n|$)") for t in texts]
-    folded = [a.casefold() for a in asked]
-    changed = []
-    for r in rows:
-        ctx = r.context
-        for q in quoted:
-            ctx = q.sub(lambda m: m.group(1), ctx)
-        head, _, speaker = ctx.partition("\n")
-        if folded and any(a in head.casefold() for a in folded):  # the previous turn repeats the words: it goes
-            day = _DAY.match(head)
-            ctx = f"{day.group() if day else ''} {speaker}"
-        ctx = "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip() for line in ctx.split("\n")).strip()
-        if ctx != r.context:
-            changed.append(r.with_(context=ctx))
-    if changed:
-        vectors = store.embedder.embed([rec.embed_text(r) for r in changed])
-        store.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(changed)])
-    return len(changed)

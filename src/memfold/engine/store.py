@@ -322,19 +322,29 @@ class UserStore:
         self.unquote_contexts([t.content for t in retired], skip={t.id for t in retired})
         return retired
 
-    def unquote_contexts(self, texts: Sequence[str], skip: set[str] | frozenset[str] = frozenset()) -> int:
-        """Index again, without them, the turns whose context (the previous turn) quotes one of ``texts``."""
+    def unquote_contexts(self, texts: Sequence[str], skip: set[str] | frozenset[str] = frozenset(), *,
+                         rows: Sequence[MemoryRecord] | None = None, asked: Sequence[str] = ()) -> int:
+        """Index again, without the quote, the turns whose context (the previous turn) quotes one of
+        ``texts`` (``rows``: those turns, when the caller found them already; ``skip``: ids left alone).
+        ``asked``: a forget's words; a previous turn that repeats one of them leaves the context whole
+        (the day and the speaker stay)."""
         texts = sorted({t for t in texts if t.strip()}, key=len, reverse=True)
-        if not texts:
-            return 0
-        rows = [r for r in self.index.quoting(self.user_id, texts) if r.id not in skip]
+        if rows is None:
+            if not texts:
+                return 0
+            rows = [r for r in self.index.quoting(self.user_id, texts) if r.id not in skip]
         # a turn's context is "<day> [<name>: ]<previous turn>\n<speaker>": the text must be the whole previous turn
         quoted = [re.compile(r"(^|\s|: )" + re.escape(t) + r"(?=\n|$)") for t in texts]
+        folded = [a.casefold() for a in asked]
         changed = []
         for r in rows:
             ctx = r.context
             for q in quoted:
                 ctx = q.sub(lambda m: m.group(1), ctx)
+            head, _, speaker = ctx.partition("\n")
+            if folded and any(a in head.casefold() for a in folded):  # the previous turn repeats the words: it goes
+                day = _DAY.match(head)
+                ctx = f"{day.group() if day else ''} {speaker}"
             ctx = "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip() for line in ctx.split("\n")).strip()
             if ctx != r.context:
                 changed.append(r.with_(context=ctx))
@@ -452,6 +462,9 @@ def _transaction(index: Index) -> AbstractContextManager[Any]:
     """One index transaction around several writes when the backend offers it."""
     tx = getattr(index, "transaction", None)
     return tx() if callable(tx) else nullcontext()
+
+
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}(?: [^\W\d_]+ \d{4})?")  # the day that opens a turn's context
 
 
 def _without_stale_data(r: MemoryRecord, old_content: str) -> MemoryRecord:
