@@ -45,7 +45,13 @@ def _ranking(root: Path, query: str, notes: list[str] = NOTES, **policy) -> list
     with Memory(root=root, embedder=HashEmbedder(), policy={**ONLY_FUSED, **policy}) as m:
         for text in notes:
             m.add(text, "u", infer=False)
-        return [h.record.content for h in m.search(query, "u", limit=len(notes), record_access=False)]
+        return _ordered(m.search(query, "u", limit=len(notes), record_access=False))
+
+
+def _ordered(hits) -> list[str]:
+    """Hits' texts, equal scores in text order: meaningless vectors tie often, and the order among
+    ties is not a ranking."""
+    return [h.record.content for h in sorted(hits, key=lambda h: (-round(h.score, 6), h.record.content))]
 
 
 def test_word_match_moves_a_memory_in_other_words_up(tmp_path: Path) -> None:
@@ -130,6 +136,6 @@ def test_the_same_ranking_on_postgresql(pg_dsn: str, tmp_path: Path) -> None:
     with Memory(settings=settings, embedder=HashEmbedder(), policy=policy) as m:
         for text in NOTES:
             m.add(text, "u", infer=False)
-        on_pg = [h.record.content for h in m.search(q, "u", limit=len(NOTES), record_access=False)]
+        on_pg = _ordered(m.search(q, "u", limit=len(NOTES), record_access=False))
     assert on_pg == _ranking(tmp_path / "sqlite", q, word_match_weight=0.5)
     assert on_pg[0] == NOTES[0]
