@@ -331,14 +331,18 @@ class _Memo:
                 self._items.popitem(last=False)
 
 
-_LAST_ENDS = _Memo(8)  # text -> {section: the line after its last bullet}
+_LAST_ENDS = _Memo(8)  # text -> {section: (the line after its last bullet, where that line starts)}
 _INSERTED = _Memo(8)  # text -> (the text it was made from, the bullet lines inserted at the end of a section)
 
 
-def _last_ends(text: str, lines: list[str]) -> dict[str, int]:
+def _last_ends(text: str, lines: list[str]) -> dict[str, tuple[int, int]]:
     ends = _LAST_ENDS.get(text)
     if ends is None:
-        ends = {sec: end for sec, _, end, _ in _spans(lines)}  # the last bullet of each section wins
+        last = {sec: end for sec, _, end, _ in _spans(lines)}  # the last bullet of each section wins
+        starts = [0]
+        for ln in lines:
+            starts.append(starts[-1] + len(ln) + 1)
+        ends = {sec: (end, starts[end]) for sec, end in last.items()}
         _LAST_ENDS.put(text, ends)
     return dict(ends)
 
@@ -365,17 +369,27 @@ def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> st
     """``text`` with ``new_lines`` placed at the end of ``section`` (created when missing).
 
     Where the section has bullets, where they end is remembered for the text made (the next
-    write does not parse the whole file again to find it)."""
-    lines = text.split("\n")
-    ends = _last_ends(text, lines)
-    if section in ends:
-        at = ends[section]
-        out = "\n".join(lines[:at] + new_lines + lines[at:])
+    write neither parses nor splits the whole file again to find it)."""
+    ends = _LAST_ENDS.get(text)
+    lines: list[str] | None = None
+    if ends is None:
+        lines = text.split("\n")
+        ends = _last_ends(text, lines)
+    if section in ends and new_lines:
+        at, pos = ends[section]
+        block = "\n".join(new_lines)
+        # the same as joining the lines before ``at``, the new lines and the lines from ``at``
+        out = "".join((text[:pos], block, "\n", text[pos:])) if pos <= len(text) else "".join((text, "\n", block))
         if _whole_bullets(new_lines):
-            k = len(new_lines)
-            _LAST_ENDS.put(out, {sec: end + k if end > at else end for sec, end in ends.items()} | {section: at + k})
+            k, grow = len(new_lines), len(block) + 1
+            _LAST_ENDS.put(out, {sec: (end + k, start + grow) if end > at else (end, start)
+                                 for sec, (end, start) in ends.items()} | {section: (at + k, pos + grow)})
             _INSERTED.put(out, (text, list(new_lines)))
         return out
+    if section in ends:
+        return text
+    if lines is None:
+        lines = text.split("\n")
     # find the heading of the section
     head = None
     for idx, line in enumerate(lines):

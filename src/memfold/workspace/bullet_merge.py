@@ -53,9 +53,12 @@ def _split_marker(text: str) -> tuple[str, int | None]:
 
 def with_marker(body: str, rev: int) -> str:
     body = split_marker(body)[0]
-    if not body.endswith("\n"):
-        body += "\n"
-    return f"{body}<!-- memfold-rev {rev} -->\n"
+    plain = body if body.endswith("\n") else body + "\n"
+    out = f"{plain}<!-- memfold-rev {rev} -->\n"
+    if plain is body:  # split again later (to record it, to write the next version): the very body comes back
+        with _SPLIT_LOCK:
+            _SPLIT[:] = [(out, (body, rev))] + _SPLIT[:5]
+    return out
 
 
 def _hash(text: str) -> str:
@@ -108,6 +111,21 @@ def bullet_hashes(text: str) -> dict[str, str]:
             got = {k: b.hash for k, b in _bullets(body).items()}
         _HASHES.put(body, got)
     return dict(got)
+
+
+def added_since(prev: dict[str, str], text: str) -> dict[str, str] | None:
+    """The bullets ``text`` added to the text whose hashes are ``prev``, when ``insert_lines`` made
+    it from that text by adding whole bullets (nothing else changed); else None."""
+    made = md.inserted(split_marker(text)[0])
+    if made is None:
+        return None
+    before: dict[str, str] | None = _HASHES.get(made[0])
+    if before is None or before != prev:
+        return None
+    added = {k: b.hash for k, b in _bullets("\n".join(made[1])).items()}
+    if any(k in before for k in added) or any(not k.startswith("i:") for k in added):
+        return None
+    return added
 
 
 def _derived(body: str) -> dict[str, str] | None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
-from .bullet_merge import MARKER_BYTES, bullet_hashes, merge3, split_marker, with_marker
+from .bullet_merge import MARKER_BYTES, added_since, bullet_hashes, merge3, split_marker, with_marker
 from .files import ChangedMeanwhile, atomic_swap
 
 SETTLE_STEP = 0.02  # seconds between two reads of a file that looks half-written
@@ -37,6 +37,7 @@ SETTLE_QUIET = 1.0  # it counts as complete once unchanged for this long
 SETTLE_MAX = 5.0  # and is taken as it is after this long
 PUBLISH_TRIES = 8
 KEEP_VERSIONS = 64
+MARKER_TAIL = 256  # where the revision marker of a file memfold wrote is: its last line
 FULL_EVERY = 32  # a version's whole list of bullet hashes at least every this many lines of the log
 
 
@@ -56,7 +57,8 @@ def read_settled(path: Path, expect_marker: bool) -> tuple[str | None, os.stat_r
 
     def complete(data: bytes) -> bool:
         if expect_marker:  # the marker is the last line memfold writes: a cut file has lost it
-            return bool(MARKER_BYTES.search(b"\n" + data))
+            return bool(MARKER_BYTES.search(b"\n" + data[-MARKER_TAIL:])) or \
+                (len(data) > MARKER_TAIL and bool(MARKER_BYTES.search(data)))
         return data.endswith(b"\n")
 
     data, st = once()
@@ -117,6 +119,14 @@ class Versions:
                 return None
         return self._cache[1], self._cache[2]
 
+    def key(self) -> tuple[int, int, int] | None:
+        """What the latest version's file is now (inode, time, size): another writer changes it."""
+        return _stat_key(self.latest)
+
+    def held_key(self) -> tuple[int, int, int] | None:
+        """The same, as this object last wrote or read it."""
+        return self._cache[0] if self._cache is not None else None
+
     def last(self) -> str | None:
         """The text memfold last wrote or accepted, exactly (marker included)."""
         got = self._load()
@@ -130,9 +140,9 @@ class Versions:
         """Forget every version (the latest text is gone, so revisions start again)."""
         self.log.unlink(missing_ok=True)
 
-    def record(self, text: str, *, own: bool, accept: bool) -> None:
+    def record(self, text: str, *, own: bool, accept: bool, data: bytes | None = None) -> None:
         """Remember a version: one memfold wrote (``own``) or found on disk; ``accept`` makes it
-        the latest, against which the next hand save is merged."""
+        the latest, against which the next hand save is merged (``data``: its UTF-8 bytes, when made)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         rev = split_marker(text)[1]
         hashes = bullet_hashes(text)
@@ -140,8 +150,9 @@ class Versions:
         row: dict[str, Any] = {"rev": rev, "own": own}
         if tail is not None and tail[2] + 1 < FULL_EVERY:
             prev = tail[1]
-            row["add"] = {k: h for k, h in hashes.items() if prev.get(k) != h}
-            row["del"] = [k for k in prev if k not in hashes]
+            added = added_since(prev, text)  # bullets added to the version before: the change without a diff
+            row["add"] = added if added is not None else {k: h for k, h in hashes.items() if prev.get(k) != h}
+            row["del"] = [] if added is not None else [k for k in prev if k not in hashes]
             since, full_len = tail[2] + 1, tail[3]
         else:
             row["bullets"] = hashes
@@ -159,11 +170,13 @@ class Versions:
         if accept:
             got = self._load()
             counter = max(got[0] if got else 0, rev if own and rev is not None else 0)
-            self._write_latest(counter, text)
+            self._write_latest(counter, text, data)
 
-    def _write_latest(self, counter: int, text: str) -> None:
+    def _write_latest(self, counter: int, text: str, data: bytes | None = None) -> None:
         tmp = self.latest.with_name(self.latest.name + f".{os.getpid()}.tmp")
-        tmp.write_text(f"{counter}\n{text}", encoding="utf-8")
+        with open(tmp, "wb") as fh:
+            fh.write(f"{counter}\n".encode())
+            fh.write(text.encode("utf-8") if data is None else data)
         st = os.stat(tmp)
         os.replace(tmp, self.latest)
         self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size), counter, text)  # not read back on the next call
@@ -215,8 +228,26 @@ class GuardedFile:
         self.rel = rel
         self.path: Path = space.path(rel)
         self.versions = Versions(space.dir / ".edits", rel)
+        # the file as this object last wrote it (inode, time, size) and the latest version's file then
+        self._wrote: tuple[tuple[int, int, int], tuple[int, int, int] | None] | None = None
+        self._written: tuple[str, bytes] | None = None  # the text this object wrote last, and its bytes
 
     def read(self) -> tuple[str | None, os.stat_result | None]:
+        """The file's text and its stat. When it is still the very file this object wrote last (same
+        inode, time and size) and no other process recorded a version since, that text is not read
+        again: an add costs the same whatever the file's size. (A save that slipped past the stat
+        is still seen: every write compares the file it replaces with the text it started from.)"""
+        if self._wrote is not None:
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                st = None
+            if st is not None and (st.st_ino, st.st_mtime_ns, st.st_size) == self._wrote[0] and \
+                    self.versions.key() == self._wrote[1]:
+                last = self.versions.last()
+                if last is not None:
+                    return last, st
+            self._wrote = None
         return read_settled(self.path, expect_marker=self.versions.last() is not None)
 
     def is_own(self, text: str | None) -> bool:
@@ -267,17 +298,23 @@ class GuardedFile:
         marked = expected is not None and split_marker(expected)[1] is not None
         for _ in range(PUBLISH_TRIES):
             out = with_marker(body, self.versions.next_rev())
+            data = out.encode("utf-8")
+            made = None
             if backup_keep is not None and self.path.exists():
-                self.space.backup(backup_keep)
+                made = self.space.backup(backup_keep)
                 backup_keep = None
             try:
-                old, st = atomic_swap(self.path, out, lambda p: read_settled(p, expect_marker=marked)[0] or "",
+                old, st = atomic_swap(self.path, data, functools.partial(self._read_old, expected, marked),
                                       None if on_disk is None else functools.partial(_same_file, self.path, on_disk))
             except ChangedMeanwhile:
                 break
+            if made is not None:
+                self.space.backup_taken(made)
             # remembered once written (a failed write changes nothing); other memfold processes
             # wait for the lock, so none looks for this revision before it is recorded
-            self.versions.record(out, own=True, accept=True)
+            self.versions.record(out, own=True, accept=True, data=data)
+            self._wrote = ((st.st_ino, st.st_mtime_ns, st.st_size), self.versions.held_key())
+            self._written = (out, data)
             if old is None or old == expected:
                 return out, (st.st_mtime_ns, st.st_size) if clean else None
             # someone saved between our read and our write: merge their save with what we wrote
@@ -288,6 +325,17 @@ class GuardedFile:
         # the next reconcile merges it into whatever is on disk then
         self.versions.hold(body)
         return body, None
+
+    def _read_old(self, expected: str | None, marked: bool, path: Path) -> str:
+        """The file a write replaced: ``expected`` itself when its bytes are the ones this object
+        wrote as ``expected`` (no decoding, no comparing of texts), else read as any file is."""
+        if expected is not None and self._written is not None and self._written[0] is expected:
+            try:
+                if path.read_bytes() == self._written[1]:
+                    return expected
+            except FileNotFoundError:
+                pass
+        return read_settled(path, expect_marker=marked)[0] or ""
 
     def _merge_save(self, theirs: str, ours: str, expected: str | None) -> str:
         """``theirs``, a hand save, with what ``ours`` changed since the version it started from

@@ -74,9 +74,9 @@ class ChangedMeanwhile(Exception):
     """``atomic_swap``'s ``unchanged`` check failed: nothing was written."""
 
 
-def atomic_swap(path: Path, text: str, read_old: Callable[[Path], str],
+def atomic_swap(path: Path, text: str | bytes, read_old: Callable[[Path], str],
                 unchanged: Callable[[], bool] | None = None) -> tuple[str | None, os.stat_result]:
-    """Put ``text`` at ``path`` atomically (temp file, fsync, rename) and return what it replaced,
+    """Put ``text`` (or its UTF-8 bytes) at ``path`` atomically (temp file, fsync, rename) and return what it replaced,
     read with ``read_old`` after the swap (None when there was no file), and the ``stat`` of the
     new file as written (a later save by someone else changes what ``path`` stats to).
 
@@ -92,8 +92,8 @@ def atomic_swap(path: Path, text: str, read_old: Callable[[Path], str],
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
             written = os.fstat(fh.fileno())

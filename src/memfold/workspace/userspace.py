@@ -190,9 +190,10 @@ class UserSpace:
         """Atomically replace a memory file; with ``backup`` the old MEMORY.md is copied first."""
         p = self.path(rel)
         with self.lock:
-            if backup and rel == FILE_MEMORY and p.exists():
-                self.backup(keep)
+            made = self.backup(keep) if backup and rel == FILE_MEMORY and p.exists() else None
             atomic_write(p, text if text.endswith("\n") else text + "\n")
+            if made is not None:
+                self.backup_taken(made)
 
     def keep_old(self, rel: str) -> Path | None:
         """Before a write that may have to be undone: a hard link to the file as it is (no data is
@@ -211,10 +212,16 @@ class UserSpace:
         if kept is None:
             p.unlink(missing_ok=True)
         else:
+            if rel == FILE_MEMORY:  # the backup of the undone write is this very file (a second name of it)
+                self._drop_backups_of(kept)
             os.replace(kept, p)
             os.utime(p)  # a new time: the next sync compares the file with the index, whatever it holds
 
     def backup(self, keep: int) -> Path:
+        """Keep MEMORY.md as it is now in ``backups/`` before it is replaced: a second name of the file
+        (a hard link: nothing is copied, so a backup costs the same whatever the file's size). Every
+        write of MEMORY.md puts a new file in its place (atomically, by rename), so the backup keeps
+        the replaced version unchanged; where links are refused the file is copied."""
         src = self.dir / FILE_MEMORY
         bdir = self.dir / "backups"
         try:
@@ -222,36 +229,64 @@ class UserSpace:
         except (FileExistsError, NotADirectoryError):
             raise InvalidInputError(f"cannot back up MEMORY.md: {bdir} is not a folder; move that file away "
                                     "(nothing was changed)") from None
+        held = self.backups()
+        for b in reversed(held):  # a write killed after its backup: this version is kept already
+            if _same_inode(b, src):
+                return b
         stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
         dest = bdir / f"{stamp}_MEMORY.md"
         n = 1
         while dest.exists():
             dest = bdir / f"{stamp}_{n}_MEMORY.md"
             n += 1
-        # a copy made by the kernel, renamed into place (no fsync: MEMORY.md itself is written durably, and
-        # a backup that waited for the disk made every add wait in proportion to the file)
-        tmp = bdir / f".{dest.name}.{os.getpid()}.tmp"
         try:
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, dest)
-        finally:
-            tmp.unlink(missing_ok=True)
-        self.prune_backups(keep)
+            os.link(src, dest)
+        except OSError:  # a file system without hard links: a copy made by the kernel, renamed into place
+            tmp = bdir / f".{dest.name}.{os.getpid()}.tmp"
+            try:
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, dest)
+            finally:
+                tmp.unlink(missing_ok=True)
+        self.prune_backups(keep, held + [dest])
         return dest
+
+    def backup_taken(self, backup: Path) -> None:
+        """After MEMORY.md was replaced: the backup's time becomes the time it was taken (as a second
+        name of the replaced file it still had that version's time), for its place among the backups
+        and its age."""
+        if not _same_inode(backup, self.dir / FILE_MEMORY):
+            try:
+                os.utime(backup)
+            except FileNotFoundError:
+                pass
+
+    def _drop_backups_of(self, file: Path) -> None:
+        """Remove the backups that are other names of ``file`` (put back in place of MEMORY.md, it
+        would change with them)."""
+        for b in self.backups():
+            if _same_inode(b, file):
+                b.unlink(missing_ok=True)
 
     def backups(self) -> list[Path]:
         bdir = self.dir / "backups"
         return sorted(bdir.glob("*_MEMORY.md"), key=lambda p: p.stat().st_mtime_ns) if bdir.is_dir() else []
 
-    def prune_backups(self, keep: int) -> None:
-        """Keep the newest ``keep`` backups, none older than ``backup_max_age_days``."""
-        for old in self.backups()[:-keep] if keep > 0 else []:
+    def prune_backups(self, keep: int, held: list[Path] | None = None) -> None:
+        """Keep the newest ``keep`` backups, none older than ``backup_max_age_days`` (``held``: the
+        backups, oldest first, when the caller has just listed them)."""
+        fresh = held is not None  # the last one was just taken: too new to expire, whatever its time says
+        held = self.backups() if held is None else held
+        for old in held[:-keep] if keep > 0 else []:
             old.unlink(missing_ok=True)
         if self.backup_max_age_days > 0:
             oldest = time.time() - self.backup_max_age_days * 86400
-            for old in self.backups():
-                if old.stat().st_mtime < oldest:
-                    old.unlink(missing_ok=True)
+            for old in (held[-keep:] if keep > 0 else held)[: -1 if fresh else None]:
+                try:
+                    if old.stat().st_mtime < oldest:
+                        old.unlink(missing_ok=True)
+                except FileNotFoundError:
+                    pass
 
     # ---- deleted means deleted -----------------------------------------------------
     def purge_backups(self, ids: Collection[str], texts: Collection[str]) -> tuple[int, int]:
@@ -353,3 +388,11 @@ class Workspace:
             if p.is_dir() and _valid_user_dir(p.name) and ((p / FILE_MEMORY).exists() or (p / FILE_LEARNINGS).exists()
                                                       or (p / "memory").is_dir())
         )
+
+
+def _same_inode(a: Path, b: Path) -> bool:
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except FileNotFoundError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
