@@ -4,12 +4,17 @@ by what changed. Hand edits stay safe: a save from a stale copy keeps every add 
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from memfold import Memory
+from memfold.errors import MemoryIndexError
 from memfold.text import memory_markdown as md
+from memfold.workspace import editsafe
 
 from ..support.hash_embedder import HashEmbedder
 
@@ -72,3 +77,83 @@ def test_a_stale_save_after_several_adds_keeps_them(big) -> None:  # type: ignor
     assert "the walnut table" in text and "the silver spoon" in text and "the red kite" in text
     assert "old note 7 about" not in text and text.count("old note") == N - 1
     assert sorted(contents) == sorted(e.content for e in md.parse(text))
+
+
+def test_an_add_does_not_read_back_the_file_it_wrote_last(big, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The file memfold wrote last (same inode, time and size, no other writer's version since) is
+    not read and decoded again before the next add; a file changed meanwhile still is."""
+    mem, path = big
+    mem.add("before counting: the amber lamp", "u", memory_type="note")
+    reads: list[Path] = []
+    real = editsafe.read_settled
+
+    def counting(p: Path, expect_marker: bool):  # type: ignore[no-untyped-def]
+        reads.append(Path(p))
+        return real(p, expect_marker)
+
+    monkeypatch.setattr(editsafe, "read_settled", counting)
+    for i in range(3):
+        mem.add(f"an add of the counted run {i}: the teal cup t{i}", "u", memory_type="note")
+    assert path not in reads
+    path.write_text(path.read_text(encoding="utf-8").replace("## Notes\n", "## Notes\n\n- typed by hand: the oak door\n"),
+                    encoding="utf-8")
+    mem.add("after a hand edit: the brass key", "u", memory_type="note")
+    assert path in reads  # changed by someone else: read, merged and indexed
+    assert "the oak door" in path.read_text(encoding="utf-8")
+    assert "typed by hand: the oak door" in [r.content for r in mem.get_all("u", limit=1000, offset=2000)]
+
+
+def test_an_edit_in_place_that_keeps_size_and_time_is_not_lost(big) -> None:  # type: ignore[no-untyped-def]
+    """An editor rewrites the file in place with as many bytes and the same time (the stat cannot
+    tell it from memfold's own file): the write after it still finds the save and keeps it."""
+    mem, path = big
+    mem.add("first: the violet scarf", "u", memory_type="note")
+    st = path.stat()
+    text = path.read_text(encoding="utf-8")
+    edited = text.replace("old note 5 about the river w5", "OLD NOTE 5 ABOUT THE RIVER W5")
+    assert len(edited.encode()) == st.st_size and edited != text
+    with open(path, "r+", encoding="utf-8") as fh:  # in place: same inode
+        fh.write(edited)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_ino, path.stat().st_mtime_ns, path.stat().st_size) == (st.st_ino, st.st_mtime_ns, st.st_size)
+    mem.add("second: the indigo hat", "u", memory_type="note")
+    after = path.read_text(encoding="utf-8")
+    assert "OLD NOTE 5 ABOUT THE RIVER W5" in after and "the indigo hat" in after and "the violet scarf" in after
+
+
+def test_backups_are_kept_versions_not_copies(big, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Each add keeps the version it replaces in backups/ without copying the file; a backup stays
+    as it was when later versions are written, and the newest ones are kept."""
+    mem, path = big
+    space = mem._store("u").space
+    monkeypatch.setattr(shutil, "copyfile", lambda *a, **k: pytest.fail("MEMORY.md was copied for a backup"))
+    before = path.read_text(encoding="utf-8")
+    mem.add("with a backup: the olive jar", "u", memory_type="note")
+    newest = space.backups()[-1]
+    assert newest.read_text(encoding="utf-8") == before
+    for i in range(3):
+        mem.add(f"later adds {i}: the plum box p{i}", "u", memory_type="note")
+    assert newest.read_text(encoding="utf-8") == before  # a version kept never changes with the live file
+    assert all(b.stat().st_ino != path.stat().st_ino for b in space.backups())
+    assert space.backups()[-1].read_text(encoding="utf-8").count("the plum box") == 2
+
+
+def test_an_undone_add_leaves_no_backup_sharing_the_file(big, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """When the index refuses an add, the file is put back; the backup of that add (the same
+    version) goes, so no backup is another name of the live file."""
+    mem, path = big
+    mem.add("stored: the cobalt bowl", "u", memory_type="note")
+    before = path.read_text(encoding="utf-8")
+
+    def refuse(*a, **k):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(mem.index, "upsert", refuse)
+    with pytest.raises(MemoryIndexError):
+        mem.add("refused: the saffron tin", "u", memory_type="note")
+    monkeypatch.undo()
+    assert path.read_text(encoding="utf-8") == before
+    live = path.stat().st_ino
+    assert all(b.stat().st_ino != live for b in mem._store("u").space.backups())
+    mem.add("after the refusal: the pewter mug", "u", memory_type="note")
+    assert mem._store("u").space.backups()[-1].read_text(encoding="utf-8") == before
