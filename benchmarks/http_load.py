@@ -11,7 +11,9 @@ and counts lost writes: memories whose add was answered 200 but that are not in 
 Prints throughput, p50/p95/p99 per operation, errors (503 busy answers counted apart), lost
 writes and the load average. The server's memory is sampled all along: the resident size (RSS) of
 each worker process idle before the load, its peak during the load, and after the load once the
-server has been idle for ``--settle`` seconds. ``--preload N`` stores N memories per namespace first
+server has been idle for ``--settle`` seconds; then (unless ``--no-fresh``) a new server on the
+workspace as the load left it, idle after the same warm-up: the RSS of the same data without the
+load, against which the RSS after the load is set. ``--preload N`` stores N memories per namespace first
 (in process, before the server starts). ``--inprocess`` then runs the same searches for the same
 time without HTTP: ``--workers`` processes, each calling ``Memory.search`` in a loop on the same
 workspace, which gives the rate the same cores reach in process (and HTTP's share of it).
@@ -277,6 +279,33 @@ def run_clients(url: str, key: str, users: list[str], clients: int, seconds: flo
     return out
 
 
+def warm_up(url: str, key: str, users: list[str], workers: int) -> None:
+    """Every worker loaded (model, namespace rows) before "idle" is read: a few searches per namespace."""
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
+        for u in users:
+            for _ in range(workers * 2):
+                c.post("/v1/memories/search", params={"user_id": u}, json={"query": "warm up"})
+
+
+def fresh_idle(root: Path, key: str, users: list[str], args: argparse.Namespace,
+               extra_env: dict[str, str]) -> dict[str, float]:
+    """The RSS of a new server on the workspace as the load left it, idle after the same warm-up:
+    the memory the added data itself takes, to set the RSS after the load against."""
+    proc, url = start_server(root, args.workers, extra_env)
+    sampler = RssSampler(proc.pid)
+    try:
+        warm_up(url, key, users, args.workers)
+        time.sleep(args.settle)
+        sampler.sample()
+        return dict(sampler.last)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"memfold-http-{backend}-") as tmp:
         root = Path(tmp) / "ws"
@@ -299,10 +328,7 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         proc, url = start_server(root, args.workers, extra_env)
         sampler = RssSampler(proc.pid).start()
         try:
-            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
-                for u in users:  # every worker loaded (model, namespace rows) before "idle" is read
-                    for _ in range(args.workers * 2):
-                        c.post("/v1/memories/search", params={"user_id": u}, json={"query": "warm up"})
+            warm_up(url, key, users, args.workers)
             time.sleep(args.settle)
             sampler.sample()
             idle = dict(sampler.last)
@@ -332,6 +358,11 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        if not args.no_fresh:  # the same data in a server that never saw the load: what "after" holds as data
+            fresh = fresh_idle(root, key, users, args, extra_env)
+            result["rss"].update(fresh_worker_mb=round(fresh["worker_mb"], 1), fresh_total_mb=round(fresh["total_mb"], 1))
+            result["rss"]["after_vs_fresh"] = round(result["rss"]["after_worker_mb"] / fresh["worker_mb"], 3) \
+                if fresh["worker_mb"] else None
         if args.inprocess and backend == "sqlite":
             rate = inprocess_rate(root, users, args.seconds, args.workers)
             result["inprocess_search_per_s"] = round(rate, 1)
@@ -355,6 +386,8 @@ def main() -> int:
                     help="each add sends a conversation of this many messages (0: one text)")
     ap.add_argument("--preload", type=int, default=0, help="memories stored per namespace before the run")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds idle before the RSS 'idle' and 'after' reads")
+    ap.add_argument("--no-fresh", action="store_true",
+                    help="skip the fresh server on the loaded workspace (the RSS of the same data without the load)")
     ap.add_argument("--inprocess", action="store_true", help="also measure searches/s in process (sqlite)")
     ap.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                     help="environment of the server (e.g. MEMFOLD_SERVER__MAX_CONCURRENT=8)")
@@ -373,6 +406,9 @@ def main() -> int:
         print(f"  RSS per worker: idle {m['idle_worker_mb']} MB, peak {m['peak_worker_mb']} MB, after "
               f"{m['after_worker_mb']} MB ({m['after_vs_idle']} of idle); all processes: idle {m['idle_total_mb']}, "
               f"peak {m['peak_total_mb']}, after {m['after_total_mb']} MB", flush=True)
+        if "fresh_worker_mb" in m:
+            print(f"  RSS per worker of a fresh server idle on the same data: {m['fresh_worker_mb']} MB; after the "
+                  f"load {m['after_vs_fresh']} of it", flush=True)
         if "inprocess_search_per_s" in r:
             print(f"  searches/s: HTTP {r['search_per_s']}, in process {r['inprocess_search_per_s']} "
                   f"({r['workers']} processes): HTTP share {r['http_share_of_inprocess']}", flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memfold import Memory
 from memfold.server.app import create_app
+from memfold.server.guards import WorkGate
 from memfold.server.keys import KeyStore
 
 from ..support.live_server import LiveServer
@@ -117,6 +119,53 @@ def test_no_wait_still_serves_a_free_turn(root: Path, embedder):
     try:
         with _client(s, keys.create(["alice"])[0]) as c:
             assert [c.post("/v1/memories/search", json={"query": "tea"}).status_code for _ in range(3)] == [200] * 3
+    finally:
+        gen.close()
+
+
+def _trims(s: LiveServer) -> float:
+    for fam in text_string_to_metric_families(httpx.get(s.url + "/metrics").text):
+        if fam.name == "memfold_memory_trims":
+            return sum(x.value for x in fam.samples if x.name.endswith("_total"))
+    return 0.0
+
+
+def test_memory_is_handed_back_once_a_burst_is_over(root: Path, embedder):
+    """Requests that ran side by side, then a quiet moment: the worker asks the allocator to return
+    its free memory to the system (counted at /metrics); a lone request does not trigger it."""
+    gen = _serve(root, embedder)
+    s, mem, keys = next(gen)
+    try:
+        key = keys.create(["alice"])[0]
+        before = _trims(s)
+        with _client(s, key) as c:  # one request at a time: no burst
+            assert c.post("/v1/memories/search", json={"query": "tea"}).status_code == 200
+        time.sleep(WorkGate.TRIM_AFTER * 2.5)
+        assert _trims(s) == before
+        both, release = threading.Barrier(3), threading.Event()
+        real_search = mem.search
+
+        def held_search(*a, **k):  # two requests at work at once
+            both.wait(30)
+            assert release.wait(30)
+            return real_search(*a, **k)
+
+        mem.search = held_search  # type: ignore[method-assign]
+        codes: list[int] = []
+        threads = [threading.Thread(target=lambda: codes.append(
+            _client(s, key).post("/v1/memories/search", json={"query": "tea"}).status_code)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        both.wait(30)
+        release.set()
+        for t in threads:
+            t.join(30)
+        mem.search = real_search  # type: ignore[method-assign]
+        assert codes == [200, 200]
+        deadline = time.monotonic() + 30
+        while _trims(s) == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _trims(s) == before + 1
     finally:
         gen.close()
 

@@ -31,6 +31,8 @@ JOB = Histogram("memfold_maintenance_job_duration_seconds", "Latency of maintena
 TOKENS = Counter("memfold_llm_tokens", "LLM tokens used, as the endpoint reported them", ["kind"])
 CACHE = Counter("memfold_cache_requests", "Hot cache lookups by kind (query, vector, hot) and result "
                 "(hit, miss, skip: backend unavailable)", ["kind", "result"])
+TRIMS = Counter("memfold_memory_trims", "Times a server worker handed the C allocator's free memory back to the "
+                "system once a burst of requests was over")
 
 _children: dict[tuple[Any, ...], Any] = {}
 _children_lock = threading.Lock()

@@ -23,6 +23,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..metrics.registry import TRIMS
 from .errors import error_body
 from .origins import HostRule
 
@@ -169,7 +170,11 @@ class WorkGate:
         self._trim_pending = False
         if self.active == 0:
             self.peak = 0
-            threading.Thread(target=self._trim, args=(0,), name="memfold-trim", daemon=True).start()
+            threading.Thread(target=self._release, name="memfold-trim", daemon=True).start()
+
+    def _release(self) -> None:
+        self._trim(0)
+        TRIMS.inc()  # memfold_memory_trims_total at /metrics
 
 
 def _malloc_trim() -> Any:
