@@ -70,6 +70,9 @@ MEANINGS = {
                              "bounds a worker's memory (see [The server under load](../server-load.md))",
     "server.busy_wait_seconds": "how long a request beyond `max_concurrent` waits for a turn before a 503 with "
                                 "`Retry-After` (0 = no wait)",
+    "server.malloc_arenas": "C allocator heaps of a worker process (glibc): 1 = its request threads share one, so "
+                            "the memory of a burst goes back to the system when it is over; 0 = the C library's "
+                            "default (8 per core). See [The server under load](../server-load.md)",
     "server.allowed_hosts": "host names (comma-separated) the server answers besides the loopback names; on a "
                             "non-loopback address, when set, the only ones (DNS-rebinding guard)",
     "server.metrics_namespaces": "`GET /metrics` counts memories per namespace (`user_id` label) for every scrape, "

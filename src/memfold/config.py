@@ -85,6 +85,9 @@ class ServerSettings:
     # requests wait up to busy_wait_seconds for a turn, then get 503 with Retry-After
     max_concurrent: int = 4
     busy_wait_seconds: float = 10.0
+    # glibc malloc arenas (heaps) of a worker process: 1 = its request threads share one heap, which the
+    # trim after a burst can hand back to the system; 0 = the C library's default (8 per core)
+    malloc_arenas: int = 1
     # Host names (comma-separated) the server answers besides the loopback names when it listens on a
     # loopback address; on another address, when set, the only Host names it answers (DNS-rebinding guard)
     allowed_hosts: str = ""

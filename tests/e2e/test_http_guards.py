@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memfold import Memory
 from memfold.server.app import create_app
+from memfold.server import guards
 from memfold.server.guards import WorkGate
 from memfold.server.keys import KeyStore
 
@@ -170,7 +171,22 @@ def test_memory_is_handed_back_once_a_burst_is_over(root: Path, embedder):
         gen.close()
 
 
-@pytest.mark.parametrize("setting", ["max_concurrent = 0", "busy_wait_seconds = -1"])
+@pytest.mark.parametrize(("config", "applied"), [("", [1]), ("[server]\nmalloc_arenas = 2\n", [2]),
+                                               ("[server]\nmalloc_arenas = 0\n", [])])
+def test_a_worker_limits_its_malloc_heaps(root: Path, embedder, config: str, applied: list[int]):
+    """The request threads of a worker share one C allocator heap unless told otherwise (0: the C
+    library's default is left alone)."""
+    if guards._malloc_trim() is None:
+        pytest.skip("not glibc")
+    root.mkdir(parents=True)
+    (root / "config.toml").write_text(config, encoding="utf-8")
+    guards.ARENAS_SET.clear()
+    with Memory(root=root, embedder=embedder) as mem:
+        create_app(mem)
+    assert guards.ARENAS_SET == applied
+
+
+@pytest.mark.parametrize("setting", ["max_concurrent = 0", "busy_wait_seconds = -1", "malloc_arenas = -1"])
 def test_bad_cap_settings_are_refused(root: Path, embedder, setting: str):
     root.mkdir(parents=True)
     (root / "config.toml").write_text(f"[server]\n{setting}\n", encoding="utf-8")

@@ -22,7 +22,7 @@ from ..index.vectors import pin_one_blas_thread
 from . import background, errors, plugins
 from .auth import KeyCheck
 from .background import maintenance_task, metrics_route
-from .guards import BodyLimit, HostCheck, WorkGate
+from .guards import BodyLimit, HostCheck, WorkGate, limit_malloc_arenas
 from .keys import KeyStore
 from .origins import host_rule
 from .routes import memories, sessions, system, tools
@@ -69,8 +69,12 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
         raise ConfigError(f"[server] max_concurrent must be at least 1, got {server.max_concurrent}")
     if not server.busy_wait_seconds >= 0:
         raise ConfigError(f"[server] busy_wait_seconds must be 0 or more, got {server.busy_wait_seconds}")
+    if not 0 <= server.malloc_arenas <= 1024:
+        raise ConfigError(f"[server] malloc_arenas must be between 0 and 1024 (0: the C library's default), "
+                          f"got {server.malloc_arenas}")
     stops: list[Callable[[], None]] = []
     pin_one_blas_thread()  # requests run side by side on threads: each on one BLAS thread
+    limit_malloc_arenas(server.malloc_arenas)  # before the request threads exist: they share the heaps there are
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -8,7 +8,8 @@
   (embedding, indexing, searching) at once; the others wait their turn up to ``busy_wait_seconds``
   (on the event loop, holding no thread), then get 503 with ``Retry-After``. Each embedding holds
   its own working memory, so this is what bounds a worker's memory under any number of clients.
-  When a burst is over, the C allocator is asked to hand its free memory back (glibc ``malloc_trim``)."""
+  When a burst is over, the C allocator is asked to hand its free memory back (glibc ``malloc_trim``),
+  from the one heap its request threads share (``limit_malloc_arenas``, ``[server] malloc_arenas``)."""
 
 from __future__ import annotations
 
@@ -175,6 +176,29 @@ class WorkGate:
     def _release(self) -> None:
         self._trim(0)
         TRIMS.inc()  # memfold_memory_trims_total at /metrics
+
+
+_M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
+ARENAS_SET: list[int] = []  # the arena limits this process set, in order
+
+
+def limit_malloc_arenas(n: int) -> bool:
+    """At most ``n`` glibc malloc arenas in this process (0: leave the C library's default). With
+    one arena, the request threads allocate from one heap: what a burst leaves free is in the heap
+    ``malloc_trim`` hands back, instead of in a heap per thread, pinned by the few objects that stay
+    alive in each. True when set (glibc), False elsewhere."""
+    if n <= 0:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    if mallopt(_M_ARENA_MAX, n) != 1:
+        return False
+    ARENAS_SET.append(n)
+    return True
 
 
 def _malloc_trim() -> Any:
