@@ -310,26 +310,38 @@ def render(entry_id: str, date: str, content: str, meta: dict[str, Any], lang: s
 
 class _Memo:
     """A few results about recent file texts, keyed by the text: one write parses the same text
-    more than once, and the next write starts from the text the last one made."""
+    more than once, and the next write starts from the text the last one made. Looked up by the
+    text's length and its end (hashing a whole large file on every lookup would cost what the memo
+    saves), then the text itself compared (the very object, as a rule)."""
 
     def __init__(self, size: int):
         self.size = size
-        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._items: OrderedDict[tuple[int, str], tuple[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(text: str) -> tuple[int, str]:
+        return len(text), text[-_MEMO_TAIL:]
+
     def get(self, text: str) -> Any:
+        key = self._key(text)
         with self._lock:
-            got = self._items.get(text)
-            if got is not None:
-                self._items.move_to_end(text)
-            return got
+            got = self._items.get(key)
+            if got is None or (got[0] is not text and got[0] != text):
+                return None
+            self._items.move_to_end(key)
+            return got[1]
 
     def put(self, text: str, value: Any) -> None:
+        key = self._key(text)
         with self._lock:
-            self._items[text] = value
+            self._items[key] = (text, value)
+            self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
+
+_MEMO_TAIL = 256  # characters of a text's end in its memo key
 
 _LAST_ENDS = _Memo(8)  # text -> {section: (the line after its last bullet, where that line starts)}
 _INSERTED = _Memo(8)  # text -> (the text it was made from, the bullet lines inserted at the end of a section)
