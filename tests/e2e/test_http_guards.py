@@ -16,8 +16,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from memfold import Memory
-from memfold.server.app import create_app
 from memfold.server import guards
+from memfold.server.app import create_app
 from memfold.server.guards import WorkGate
 from memfold.server.keys import KeyStore
 

@@ -389,11 +389,11 @@ def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> st
         ends = _last_ends(text, lines)
     if section in ends and new_lines:
         at, pos = ends[section]
-        block = "\n".join(new_lines)
+        joined = "\n".join(new_lines)
         # the same as joining the lines before ``at``, the new lines and the lines from ``at``
-        out = "".join((text[:pos], block, "\n", text[pos:])) if pos <= len(text) else "".join((text, "\n", block))
+        out = "".join((text[:pos], joined, "\n", text[pos:])) if pos <= len(text) else "".join((text, "\n", joined))
         if _whole_bullets(new_lines):
-            k, grow = len(new_lines), len(block) + 1
+            k, grow = len(new_lines), len(joined) + 1
             _LAST_ENDS.put(out, {sec: (end + k, start + grow) if end > at else (end, start)
                                  for sec, (end, start) in ends.items()} | {section: (at + k, pos + grow)})
             _INSERTED.put(out, (text, list(new_lines)))
