@@ -157,7 +157,7 @@ def test_503_is_retried_with_backoff_honouring_retry_after():
     answers = [httpx.Response(503, headers={"Retry-After": "0"}, json={"error": {"code": "index_unavailable",
                                                                                  "message": "busy", "field": None}}),
                httpx.Response(503, json={"error": {"code": "index_unavailable", "message": "busy", "field": None}}),
-               httpx.Response(200, json={"memories": [], "limit": 5, "offset": 0})]
+               httpx.Response(200, json={"results": [], "next": None})]
     waits: list[float] = []
     transport = RetryTransport(httpx.MockTransport(lambda request: answers.pop(0)), retries=3, backoff=0.5,
                                sleep=waits.append)
