@@ -214,7 +214,7 @@ def test_the_namespace_in_the_body_and_every_validation_problem_named(srv):
     with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
         r = http.post("/v1/memories", json={"text": "Bob likes jazz", "user_id": "bob"})
         assert r.status_code == 200 and r.json()["added"][0]["user_id"] == "bob"
-        hits = http.post("/v1/memories/search", json={"query": "jazz", "user_id": "bob"}).json()
+        hits = http.post("/v1/memories/search", json={"query": "jazz", "user_id": "bob"}).json()["results"]
         assert hits[0]["content"] == "Bob likes jazz"
         assert http.post("/v1/context", json={"user_message": "music?", "user_id": "bob"}).status_code == 200
         clash = http.post("/v1/memories/search", params={"user_id": "alice"}, json={"query": "jazz", "user_id": "bob"})

@@ -222,5 +222,5 @@ def test_an_agent_asking_about_my_cat_gets_the_cat_in_its_context(xiaoming: Memo
 
 def test_the_cat_comes_first_over_http_too(srv, xiaoming: Memory):
     c = http(srv, "小明")
-    found = c.post("/v1/memories/search", params={"user_id": "小明"}, json={"query": "我的猫"}).json()
+    found = c.post("/v1/memories/search", params={"user_id": "小明"}, json={"query": "我的猫"}).json()["results"]
     assert found[0]["content"] == CAT
