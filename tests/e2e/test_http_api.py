@@ -208,7 +208,8 @@ def test_isolation_between_keys_and_users(srv):
     err(bob.get(f"/v1/memories/{mine['id']}", params={"user_id": "alice"}), 403, "forbidden")
     err(bob.delete(f"/v1/memories/{mine['id']}", params={"user_id": "alice"}), 403, "forbidden")
     err(bob.patch(f"/v1/memories/{mine['id']}", json={"content": "x"}), 404, "not_found")
-    assert not [h for h in bob.post("/v1/memories/search", json={"query": "locker gym"}).json()["results"] if "locker" in h["content"]]
+    found = bob.post("/v1/memories/search", json={"query": "locker gym"}).json()["results"]
+    assert not [h for h in found if "locker" in h["content"]]
     assert {r["user_id"] for r in bob.get("/v1/export").json()["results"]} == {"bob"}
     err(bob.post("/v1/import", json={"records": [{**mine, "content": "hijacked"}]}), 403, "forbidden")
     assert a1.get(f"/v1/memories/{mine['id']}").json()["content"] == mine["content"]

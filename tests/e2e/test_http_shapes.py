@@ -213,5 +213,5 @@ def test_one_access_line_per_request_without_the_key_or_the_words(srv):
         parsed = json.loads(as_json.format(r))
         assert {k: parsed[k] for k in access.FIELDS} == {k: getattr(r, k) for k in access.FIELDS}
         assert parsed["logger"] == "memfold.access" and "time" in parsed
-    assert text.format(lines.records[0]).startswith(f"POST /v1/memories 200 ") and f"key={key_id}" in \
+    assert text.format(lines.records[0]).startswith("POST /v1/memories 200 ") and f"key={key_id}" in \
         text.format(lines.records[0])

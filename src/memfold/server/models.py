@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..limits import MAX_MESSAGES, MAX_RESULTS
-from .paging import MAX_CURSOR_CHARS
 from ..tools.models import MemoryTypeName  # one list of the memory types for the tools and the HTTP API
+from .paging import MAX_CURSOR_CHARS
 
 
 class Strict(BaseModel):

@@ -7,11 +7,12 @@ call gives the same result over HTTP as over MCP. A tool's error result keeps it
 from __future__ import annotations
 
 import inspect
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from ...engine.memory import Memory
 from ...tools import TOOLS, Tool, call, openai_tools
@@ -49,13 +50,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {  # one request body per tool, shown in t
 def http_input(tool: Tool) -> type[BaseModel]:
     """The tool's input over HTTP: its own fields, plus ``user_id`` and ``agent_id`` (which may be
     given in the query instead), with an example."""
-    extra = {"examples": [EXAMPLES[tool.name]]} if tool.name in EXAMPLES else {}
+    extra: dict[str, Any] = {"examples": [EXAMPLES[tool.name]]} if tool.name in EXAMPLES else {}
     namespace = {
         "__annotations__": {"user_id": str | None, "agent_id": str | None},
         "__doc__": f"The input of the {tool.name} tool.",
         "user_id": Field(None, description=m.USER_ID),
         "agent_id": Field(None, description="The agent saved memories are pinned to (or ?agent_id=, the same)"),
-        "model_config": ConfigDict(json_schema_extra=extra),
+        "model_config": ConfigDict(json_schema_extra=cast(JsonDict, extra)),
     }
     return type(f"{tool.input.__name__}Body", (tool.input,), namespace)
 
