@@ -26,6 +26,7 @@ from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
 from . import guard
 from . import records as rec
+from . import skills as skills_mod
 from .edit import Editor
 from .guard import check_fields, screen_text
 from .memory_parts import AgentCalls, Upkeep
@@ -381,8 +382,32 @@ class Memory(AgentCalls, Upkeep):
         return hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
-        """The relations of a memory to others (``contradicts``, ``refines``, …)."""
+        """The relations of a memory to others (``supports``, ``contradicts``, ``refines``, …)."""
         return self.index.relations(guard.user(user_id), guard.ident(memory_id, "memory_id"))
+
+    # ---- skills (learnings.md) ---------------------------------------------------------------
+    def add_skill(self, name: str, user_id: str = "default", *, when_to_use: str | None = None,
+                  steps: Sequence[str] | None = None, tools: Sequence[str] | None = None,
+                  outcome: str | None = None, importance: float | None = None,
+                  agent_id: str | None = None) -> AddResult:
+        """Save a skill (what to do, when, with which tools, to what end) in the skills section of
+        ``learnings.md``, as labelled lines a person can edit; a near-duplicate skill is updated."""
+        return skills_mod.add_skill(self, guard.user_arg(user_id, "add_skill"), name, when_to_use=when_to_use,
+                                    steps=steps, tools=tools, outcome=outcome, importance=importance,
+                                    agent_id=agent_id)
+
+    def skill_succeeded(self, memory_id: str, user_id: str | None = None, *,
+                        when: datetime | None = None) -> MemoryRecord:
+        """Count one more success of a skill: its success count goes up and its last success is
+        ``when`` (default: today). Returns the skill as it is now."""
+        if when is not None and not isinstance(when, datetime):
+            raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
+        return skills_mod.skill_succeeded(self, guard.ident(memory_id, "memory_id"), user_id, when)
+
+    def skills(self, user_id: str = "default") -> list[dict[str, Any]]:
+        """The namespace's skills with their fields (name, when to use, steps, tools, outcome,
+        successes, last success), most successful first."""
+        return skills_mod.skills(self, guard.user(user_id))
 
     def users(self) -> list[str]:
         """Every namespace that has files or index rows."""

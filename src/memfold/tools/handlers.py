@@ -10,10 +10,11 @@ from pathlib import PurePosixPath
 
 from ..engine.guard import screen_text
 from ..engine.memory import Memory
-from ..errors import NotFoundError, PathRefusedError, TextMatchError
+from ..errors import InvalidInputError, NotFoundError, PathRefusedError, TextMatchError
 from ..limits import WRITE_LINES, over
 from ..models import FILE_MEMORY, AddResult
 from ..text.memory_markdown import DEFAULT_TYPE_OF_SECTION, HEADINGS, parse
+from ..text.skills import parse as parse_skill
 from .models import (
     EditResult,
     ForgetResult,
@@ -27,6 +28,8 @@ from .models import (
     SaveMemoryInput,
     SearchItem,
     SearchResult,
+    SkillResult,
+    SkillSuccessInput,
     StoredResult,
     WriteFileInput,
 )
@@ -68,9 +71,25 @@ def memory_append(m: Memory, a: MemoryAppendInput, ctx: ToolContext) -> StoredRe
                          agent_id=ctx.agent_id))
 
 
+_SKILL_FIELDS = ("when_to_use", "steps", "tools", "outcome")
+
+
 def save_memory(m: Memory, a: SaveMemoryInput, ctx: ToolContext) -> StoredResult:
+    if a.memory_type == "skill":
+        return _stored(m.add_skill(a.content, ctx.user_id, when_to_use=a.when_to_use, steps=a.steps, tools=a.tools,
+                                   outcome=a.outcome, importance=a.importance, agent_id=ctx.agent_id))
+    given = [f for f in _SKILL_FIELDS if getattr(a, f) is not None]
+    if given:
+        raise InvalidInputError(f"{', '.join(given)}: only a skill has these; set memory_type to 'skill' or leave "
+                                "them out")
     return _stored(m.add(a.content, ctx.user_id, memory_type=a.memory_type, importance=a.importance,
                          agent_id=ctx.agent_id))
+
+
+def skill_success(m: Memory, a: SkillSuccessInput, ctx: ToolContext) -> SkillResult:
+    r = m.skill_succeeded(a.memory_id, ctx.user_id)
+    s = parse_skill(r.content)
+    return SkillResult(id=r.id, name=s.name, successes=s.successes, last_success=s.last_success)
 
 
 def memory_edit(m: Memory, a: MemoryEditInput, ctx: ToolContext) -> EditResult:
