@@ -24,11 +24,10 @@ from ..providers.embedder import Embedder, make_embedder
 from ..text.memory_markdown import clean_content
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
-from . import guard
+from . import guard, usage
 from . import records as rec
 from . import relations as relations_mod
 from . import skills as skills_mod
-from . import usage
 from .edit import Editor
 from .guard import check_fields, screen_text
 from .memory_parts import AgentCalls, Upkeep

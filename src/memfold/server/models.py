@@ -47,6 +47,29 @@ class SearchRequest(Strict):
     include_episodic: bool = True
     filters: dict[str, Any] | None = Field(None, description='Keep the hits that match, e.g. '
                                            '{"topic": "travel", "importance": {"gte": 0.7}} (see memfold.filters)')
+    related: bool = Field(False, description="Give each hit its related memories (`related`)")
+
+
+class SkillRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
+    name: str = Field(description="What the skill does, in a few words")
+    when_to_use: str | None = Field(None, description="The kind of task it is for")
+    steps: list[str] | None = Field(None, description="The steps that worked, in order (at most 50)")
+    tools: list[str] | None = Field(None, description="The tools the steps use (at most 20)")
+    outcome: str | None = Field(None, description="What it achieved")
+    importance: float | None = Field(None, ge=0, le=1)
+    agent_id: str | None = None
+
+
+RelationName = Literal["supports", "contradicts", "refines", "duplicates", "summarizes"]
+
+
+class RelationRequest(Strict):
+    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
+    source_id: str = Field(description="The memory the relation is from")
+    target_id: str = Field(description="The memory it is about")
+    relation: RelationName
+    strength: float = Field(1.0, ge=0, le=1)
 
 
 class UpdateMemoryRequest(Strict):
@@ -89,9 +112,41 @@ class Memory(BaseModel):
     context: str = ""
 
 
+class Related(BaseModel):
+    relation: str
+    direction: str = Field(description='"to": the hit is the source of the relation; "from": the other memory is')
+    strength: float
+    id: str
+    content: str
+    kind: str
+    is_active: bool
+
+
 class Hit(Memory):
     score: float
     similarity: float
+    related: list[Related] | None = None
+
+
+class Relation(BaseModel):
+    source_id: str
+    target_id: str
+    relation: str
+    strength: float
+    created_at: str
+
+
+class Skill(BaseModel):
+    id: str
+    name: str
+    when_to_use: str
+    steps: list[str]
+    tools: list[str]
+    outcome: str
+    successes: int
+    last_success: str | None
+    importance: float
+    file: str
 
 
 class AddResult(BaseModel):

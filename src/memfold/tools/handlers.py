@@ -10,8 +10,9 @@ from pathlib import PurePosixPath
 
 from ..engine.guard import screen_text
 from ..engine.memory import Memory
+from ..engine.relations import related
 from ..errors import InvalidInputError, NotFoundError, PathRefusedError, TextMatchError
-from ..limits import WRITE_LINES, over
+from ..limits import MAX_TOOL_RESULTS, WRITE_LINES, over
 from ..models import FILE_MEMORY, AddResult
 from ..text.memory_markdown import DEFAULT_TYPE_OF_SECTION, HEADINGS, parse
 from ..text.skills import parse as parse_skill
@@ -23,8 +24,11 @@ from .models import (
     MemoryForgetInput,
     MemoryItem,
     MemoryReadInput,
+    MemoryRelateInput,
     MemorySearchInput,
     ReadResult,
+    RelatedItem,
+    RelateResult,
     SaveMemoryInput,
     SearchItem,
     SearchResult,
@@ -90,6 +94,23 @@ def skill_success(m: Memory, a: SkillSuccessInput, ctx: ToolContext) -> SkillRes
     r = m.skill_succeeded(a.memory_id, ctx.user_id)
     s = parse_skill(r.content)
     return SkillResult(id=r.id, name=s.name, successes=s.successes, last_success=s.last_success)
+
+
+def memory_relate(m: Memory, a: MemoryRelateInput, ctx: ToolContext) -> RelateResult:
+    out = RelateResult(memory_id=a.memory_id)
+    if a.action in ("add", "remove") and not a.other_id:
+        raise InvalidInputError(f"{a.action} needs other_id: the memory the relation is about")
+    if a.action == "add":
+        if a.relation is None:
+            raise InvalidInputError("add needs relation: supports, contradicts, refines, duplicates or summarizes")
+        m.relate(a.memory_id, a.other_id or "", a.relation, ctx.user_id, strength=a.strength)
+        out.added = True
+    elif a.action == "remove":
+        out.removed = m.unrelate(a.memory_id, a.other_id or "", a.relation, ctx.user_id)
+    else:
+        m.get(a.memory_id, ctx.user_id)  # a clear error for an id the namespace does not hold
+    out.related = [RelatedItem(**r) for r in related(m.index, ctx.user_id, a.memory_id, MAX_TOOL_RESULTS)]
+    return out
 
 
 def memory_edit(m: Memory, a: MemoryEditInput, ctx: ToolContext) -> EditResult:

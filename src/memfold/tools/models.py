@@ -71,6 +71,21 @@ class SkillSuccessInput(ToolInput):
                         min_length=1, max_length=MAX_ID_CHARS)
 
 
+class MemoryRelateInput(ToolInput):
+    action: Literal["add", "remove", "list"] = _f(
+        "list", "add: record that memory_id relates to other_id; remove: delete such relations; list: the relations "
+        "of memory_id with the other memories' words.",
+        "add：记录 memory_id 与 other_id 的关系；remove：删除这种关系；list：列出 memory_id 的关系及相关记忆的内容。")
+    memory_id: str = _f(..., "The memory the relation is from (list: the memory to look at).",
+                        "关系的出发记忆（list：要查看的记忆）。", min_length=1, max_length=MAX_ID_CHARS)
+    other_id: str | None = _f(None, "add/remove: the memory it is about.", "add/remove：关系指向的记忆。",
+                              max_length=MAX_ID_CHARS)
+    relation: Literal["supports", "contradicts", "refines", "duplicates", "summarizes"] | None = _f(
+        None, "add: the kind of relation (remove: only this kind; default every kind).",
+        "add：关系类型（remove：只删除这一种，默认全部）。")
+    strength: float = _f(1.0, "add: how strong, 0 to 1.", "add：强度，0 到 1。", ge=0.0, le=1.0)
+
+
 class MemoryEditInput(ToolInput):
     path: str = _f(..., "MEMORY.md, learnings.md or memory/YYYYMM/YYYYMMDD.md (your own files only).",
                    "MEMORY.md、learnings.md 或 memory/YYYYMM/YYYYMMDD.md（只能是你自己的文件）。",
@@ -137,6 +152,23 @@ class SkillResult(ToolResult):
     name: str
     successes: int
     last_success: str | None
+
+
+class RelatedItem(BaseModel):
+    relation: str
+    direction: str  # "to": memory_id is the source; "from": the other memory is
+    strength: float
+    id: str
+    content: str
+    kind: str
+    is_active: bool
+
+
+class RelateResult(ToolResult):
+    memory_id: str
+    added: bool = False
+    removed: int = 0
+    related: list[RelatedItem] = []
 
 
 class StoredResult(ToolResult):

@@ -59,6 +59,12 @@ _ALL = [
               "last success. Give the skill's id.",
         "zh": "记录记忆中的某个技能又一次成功：成功次数加一，最近成功日期记为今天。传入技能的 id。",
     }, h.skill_success, True),
+    Tool("memory_relate", mo.MemoryRelateInput, mo.RelateResult, {
+        "en": "Follow or record how memories relate: list the memories related to one (supports, contradicts, "
+              "refines, duplicates, summarizes), add a relation between two, or remove one.",
+        "zh": "查看或记录记忆之间的关系：列出与某条记忆相关的记忆（supports、contradicts、refines、duplicates、"
+              "summarizes），在两条记忆之间添加关系，或删除关系。",
+    }, h.memory_relate, True),
     Tool("memory_edit", mo.MemoryEditInput, mo.EditResult, {
         "en": "Edit your memory file by exact text replacement: old_text must occur exactly once in MEMORY.md, "
               "learnings.md or a daily note. Use it to correct, update or remove an entry (read the file first).",

@@ -58,7 +58,7 @@ def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = D
     """Hybrid search (keywords + vectors), Chinese and English."""
     uid = c.user(one_user(user_id, body.user_id), "read")
     hits = mem.search(body.query, uid, limit=body.limit, memory_type=body.memory_type,
-                      include_episodic=body.include_episodic, filters=body.filters)
+                      include_episodic=body.include_episodic, filters=body.filters, related=body.related)
     return [h.to_dict() for h in hits]
 
 
