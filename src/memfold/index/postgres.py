@@ -439,8 +439,8 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
         with self._cur() as cur:
             cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
                         (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
-                          "memory_access_log", "memory_access", "memory_seq", "memory_tombstones", "memfold_meta",
-                          "memfold_schema_version"],))
+                          "memory_access_log", "memory_usage_log", "memory_access", "memory_seq", "memory_tombstones",
+                          "memfold_meta", "memfold_schema_version"],))
             return int(cur.fetchone()[0])
 
     def close(self) -> None:
