@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 from memfold import Memory
+from memfold.client import Client
 from memfold.server.app import create_app
 from memfold.server.keys import KeyStore
 
@@ -98,6 +99,9 @@ def test_skills_relations_and_usage_over_http(mem: Memory) -> None:
         hits = viewer.post("/v1/memories/search", json={"query": "我住在哪里", "related": True}).json()
         assert hits[0]["id"] == home and hits[0]["related"][0]["id"] == lake
         assert viewer.post("/v1/memories/search", json={"query": "我住在哪里"}).json()[0].get("related") is None
+        with Client(srv.url, read) as py:  # the Python HTTP client asks for them too
+            assert py.search("我住在哪里", related=True)[0].related[0]["id"] == lake
+            assert py.search("我住在哪里")[0].related is None
         tool = c.post("/v1/tools/memory_relate", json={"memory_id": home}).json()
         assert tool["ok"] and tool["related"][0]["id"] == lake
         r = c.delete("/v1/relations", params={"source_id": lake, "target_id": home, "relation": "supports"})
