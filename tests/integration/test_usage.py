@@ -36,6 +36,8 @@ def test_each_search_is_recorded_redacted_and_read_back(mem: Memory) -> None:
                                        "last": report["no_results"][0]["last"]}
     assert mem.stats("alice")["usage"] == report
     assert mem.usage("bob")["searches"] == 0  # one namespace's record is its own
+    mem.reindex("alice")  # rebuilding the index from the files keeps the record
+    assert mem.usage("alice") == report
 
 
 def test_the_record_is_bounded_by_count_and_age(root: Path, embedder) -> None:
@@ -76,5 +78,14 @@ def test_the_record_is_deleted_with_the_memories_it_names(mem: Memory) -> None:
     assert lena.id not in names()
     mem.forget("porcupines", "alice", dry_run=False)  # a forget's words leave the queries that held them
     assert all("porcupines" not in r["query"] for r in mem.index.usage("alice", 100))
+    mem.search("my blue bicycle", "alice")
+    assert bike.id in names()
+    md = mem.workspace.user("alice").dir / "MEMORY.md"  # a line deleted by hand takes its searches along
+    md.write_text("\n".join(ln for ln in md.read_text(encoding="utf-8").split("\n") if "bicycle" not in ln),
+                  encoding="utf-8")
+    mem.get_all("alice")  # the next call reads the edit
+    assert bike.id not in names()
+    mem.add("I like black coffee", "alice")
+    mem.search("black coffee", "alice")
     mem.delete_all("alice")
     assert mem.index.usage("alice", 100) == []

@@ -195,6 +195,7 @@ class UserStore:
             return
         olds = self.index.get(self.user_id, list(ids))
         self.index.delete(self.user_id, list(ids))
+        self.index.forget_usage(self.user_id, list(ids))  # a line deleted by hand: the searches that returned it
         self.index.append_history([HistoryEntry(o.id, self.user_id, action, utcnow(), o.content, None, detail)
                                    for o in olds])
 
