@@ -31,11 +31,11 @@ def add_skill(body: m.SkillRequest, user_id: str | None = UserQuery, c: Caller =
                          outcome=body.outcome, importance=body.importance, agent_id=body.agent_id).to_dict()
 
 
-@router.post("/skills/{memory_id}/success", response_model=m.Memory)
-def skill_success(memory_id: str, user_id: str | None = UserQuery, c: Caller = Depends(caller),
+@router.post("/skills/{skill_id}/success", response_model=m.Memory)
+def skill_success(skill_id: str, user_id: str | None = UserQuery, c: Caller = Depends(caller),
                   mem: Memory = Depends(memory)) -> Any:
     """Record that a skill worked again (its success count and last success)."""
-    return mem.skill_succeeded(memory_id, c.user(user_id, "write")).to_dict()
+    return mem.skill_succeeded(skill_id, c.user(user_id, "write")).to_dict()
 
 
 @router.get("/memories/{memory_id}/relations", response_model=list[m.Related])
