@@ -213,13 +213,15 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
     # ---- the usage record ----------------------------------------------------------------
     def log_usage(self, user_id: str, at: datetime, query: str, ids: Sequence[str], keep: int,
                   since: datetime | None) -> None:
+        # one statement (one round trip): the DELETE reads the table as it was before the INSERT,
+        # so the newest keep - 1 rows stay beside the new one
         with self._cur(write=True) as cur:
-            cur.execute("INSERT INTO memory_usage_log (user_id, at, query, ids) VALUES (%s, %s, %s, %s)",
-                        (user_id, at, query, list(ids)))
-            if since is not None:
-                cur.execute("DELETE FROM memory_usage_log WHERE user_id = %s AND at < %s", (user_id, since))
-            cur.execute("DELETE FROM memory_usage_log WHERE user_id = %s AND n <= (SELECT n FROM memory_usage_log "
-                        "WHERE user_id = %s ORDER BY n DESC LIMIT 1 OFFSET %s)", (user_id, user_id, keep))
+            cur.execute(
+                "WITH added AS (INSERT INTO memory_usage_log (user_id, at, query, ids) VALUES (%s, %s, %s, %s) "
+                "RETURNING n) DELETE FROM memory_usage_log WHERE user_id = %s AND ((%s::timestamptz IS NOT NULL "
+                "AND at < %s) OR n <= (SELECT n FROM memory_usage_log WHERE user_id = %s ORDER BY n DESC "
+                "LIMIT 1 OFFSET %s))",
+                (user_id, at, query, list(ids), user_id, since, since, user_id, max(keep - 1, 0)))
 
     def usage(self, user_id: str, limit: int) -> list[dict[str, Any]]:
         with self._cur() as cur:
