@@ -130,6 +130,10 @@ MEANINGS = {
                         "stored returns nothing (0 = no floor; its cost in recall is in [Benchmarks](../benchmarks.md))",
     "memory.backup_keep": "backups of `MEMORY.md` kept per user",
     "memory.backup_max_age_days": "backups older than this many days are deleted (0 = no age limit)",
+    "memory.usage_max_entries": "searches kept in the usage record (the redacted query, its time, the ids it "
+                                "returned; see [Skills, relations and usage](../skills-relations-usage.md)); the "
+                                "oldest go first; 0 = nothing recorded",
+    "memory.usage_max_age_days": "usage record entries older than this many days are deleted (0 = no age limit)",
     "memory.context_window": "tokens the chat model accepts (session triggers, context budget)",
     "memory.token_encoding": "tokenizer for exact counts: `o200k_base`, `cl100k_base`, `o200k_harmony`, `qwen3.5`",
     "memory.old_memory_days": "`memfold maintain` compresses memories not accessed for this many days (0 = never)",

@@ -146,8 +146,10 @@ def _record(d: dict[str, Any]) -> MemoryRecord:
 
 
 def _hit(d: dict[str, Any]) -> SearchHit:
+    rel = d.get("related")
     return SearchHit(_record(d), float(d.get("score", 0.0)), float(d.get("similarity", 0.0)),
-                     relevance=float(d.get("relevance", 1.0)))
+                     relevance=float(d.get("relevance", 1.0)),
+                     related=tuple(dict(x) for x in rel) if isinstance(rel, list) else None)
 
 
 def _entry(d: dict[str, Any]) -> HistoryEntry:
@@ -209,9 +211,11 @@ class _Requests:
                      {"text": text, "note": True})
 
     def search(self, query: str, user_id: str | None, limit: int | None, memory_type: Any,
-               include_episodic: bool, filters: dict[str, Any] | None) -> _Call:
+               include_episodic: bool, filters: dict[str, Any] | None, related: bool = False) -> _Call:
         body = _clean({"query": query, "limit": limit, "memory_type": _kind(memory_type), "filters": filters})
         body["include_episodic"] = include_episodic
+        if related:
+            body["related"] = True
         return _Call("POST", "/v1/memories/search", lambda b: [_hit(x) for x in _items(b)],
                      self._q(user_id), body)
 
@@ -371,9 +375,10 @@ class Client:
         return self._do(self._r.add_note(text, user_id))
 
     def search(self, query: str, user_id: str | None = None, *, limit: int | None = None, memory_type: Any = None,
-               include_episodic: bool = True, filters: dict[str, Any] | None = None) -> list[SearchHit]:
-        """``Memory.search``: ranked hits."""
-        return self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters))
+               include_episodic: bool = True, filters: dict[str, Any] | None = None,
+               related: bool = False) -> list[SearchHit]:
+        """``Memory.search``: ranked hits (``related=True``: each with its related memories)."""
+        return self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters, related))
 
     def get(self, memory_id: str, user_id: str | None = None) -> MemoryRecord:
         """``Memory.get``: one memory (``NotFoundError`` when there is none)."""
@@ -509,9 +514,9 @@ class AsyncClient:
 
     async def search(self, query: str, user_id: str | None = None, *, limit: int | None = None,
                      memory_type: Any = None, include_episodic: bool = True,
-                     filters: dict[str, Any] | None = None) -> list[SearchHit]:
+                     filters: dict[str, Any] | None = None, related: bool = False) -> list[SearchHit]:
         """``Memory.search``."""
-        return await self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters))
+        return await self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters, related))
 
     async def get(self, memory_id: str, user_id: str | None = None) -> MemoryRecord:
         """``Memory.get``."""

@@ -48,9 +48,14 @@ TOOL_ARGUMENTS = Bound("arguments", 100_000, "characters", "the raw JSON argumen
 TOOL_PATH = Bound("path", 300, "characters", "a file path given to a tool")
 TOOL_SECTION = Bound("section", 200, "characters", "a section heading given to memory_read")
 WRITE_LINES = Bound("content", 50, "lines", "new memories one write_file tool call may add")
+SKILL_STEPS = Bound("steps", 50, "steps", "the steps of one skill")
+SKILL_TOOLS = Bound("tools", 20, "tools", "the tools one skill names")
+SKILL_FIELD = Bound("name", 500, "characters", "one field of a skill (its name, when to use, one step, one tool, "
+                    "its outcome)")
 
 TABLE: tuple[Bound, ...] = (CONTENT, QUERY, MESSAGE, MESSAGES, STRUCTURED_BYTES, STRUCTURED_DEPTH, SOURCE_IDS, ID,
-                            RESULTS, TOOL_RESULTS, TOOL_ARGUMENTS, TOOL_PATH, TOOL_SECTION, WRITE_LINES)
+                            RESULTS, TOOL_RESULTS, TOOL_ARGUMENTS, TOOL_PATH, TOOL_SECTION, WRITE_LINES,
+                            SKILL_STEPS, SKILL_TOOLS, SKILL_FIELD)
 
 # the names the rest of the code imports
 MAX_CONTENT_CHARS = CONTENT.limit

@@ -84,11 +84,11 @@ def test_every_list_is_results_and_next_and_pages_to_its_end(srv):
     assert [h["id"] for h in paged_hits][:len(one)] == [h["id"] for h in one]
     assert len({h["id"] for h in paged_hits}) == len(paged_hits)
 
-    # one record shape: a hit is the record of get/list plus its scores
+    # one record shape: a hit is the record of get/list plus its scores (and its related memories when asked)
     hit = one[0]
     got = c.get(f"/v1/memories/{hit['id']}", params={"user_id": "alice"}).json()
     listed = next(r for r in whole["results"] if r["id"] == hit["id"])
-    assert set(hit) - set(got) == {"score", "similarity", "relevance"} and set(got) == set(listed)
+    assert set(hit) - set(got) == {"score", "similarity", "relevance", "related"} and set(got) == set(listed)
     updated = c.patch(f"/v1/memories/{hit['id']}", json={"importance": 0.4, "user_id": "alice"}).json()
     assert set(updated) == set(got)
 

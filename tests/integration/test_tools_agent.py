@@ -24,7 +24,7 @@ from ..conftest import run_cli
 from ..support.hash_embedder import HashEmbedder
 from ..support.openai_server import Reply, ScriptedOpenAIServer, tool_call
 
-TOOL_NAME = re.compile(r"\b(?:memory_(?!type\b|types\b)[a-z_]+|save_memory|write_file|append_file)\b")
+TOOL_NAME = re.compile(r"\b(?:memory_(?!type\b|types\b)[a-z_]+|save_memory|skill_success|write_file|append_file)\b")
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from rich.table import Table
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
 from . import (
     eval_cmd,
+    knowledge_cmd,
     llm_cmd,
     maintain_cmd,
     mcp_cmd,
@@ -128,16 +129,22 @@ def search(ctx: typer.Context, query: str = typer.Argument(..., help="What to lo
            type_: Optional[str] = typer.Option(None, "--type", "-t", help="Only this memory type."),
            include_archived: bool = typer.Option(False, "--include-archived",
                                                  help="Search archived memories too (merged, compressed, tidied)."),
+           related: bool = typer.Option(False, "--related", help="Show each hit's related memories (supports, "
+                                        "contradicts, refines, ...)."),
            as_json: Json = False) -> None:
     """Hybrid search: keyword + vector candidates, rescored by similarity, recency and importance."""
     if not query.strip():
         raise InvalidInputError("search needs words to look for; to see every memory use 'memfold list' "
                                 "(or 'memfold show' for MEMORY.md)")
-    hits = runtime(ctx).existing().search(query, user, limit=k, memory_type=type_, include_archived=include_archived)
+    hits = runtime(ctx).existing().search(query, user, limit=k, memory_type=type_, include_archived=include_archived,
+                                          related=related)
     if as_json:
         print_json([h.to_dict() for h in hits])
     elif hits:
         out.print(_hits_table(hits))
+        for i, h in enumerate(hits, 1):
+            for r in h.related or ():
+                out.print(f"  #{i} {knowledge_cmd.related_line(r)}", highlight=False)
     else:
         out.print("no memories found")
 
@@ -361,6 +368,7 @@ def demo(ctx: typer.Context) -> None:
 
 eval_cmd.register(app)  # eval locomo|madial, bench
 memory_cmd.register(app)  # memory on|off|status
+knowledge_cmd.register(app)  # skill add|used|list, relation add|remove|list
 serve_cmd.register(app)  # serve, keys create|list|revoke
 maintain_cmd.register(app)  # maintain
 mcp_cmd.register(app)  # mcp [--http]: the memory tools as an MCP server

@@ -76,7 +76,7 @@ def _line(h: SearchHit) -> str:
     text = " ".join(r.content.split()) if r.file == EPISODIC else r.content.strip()
     if r.file == EPISODIC or r.memory_type is MemoryType.EVENT:
         return f"- [{r.created_at.date().isoformat()}] {text}"
-    return f"- {text}"
+    return "- " + "\n  ".join(text.split("\n"))  # a skill's fields stay under their name
 
 
 def clean_memory_file(text: str) -> str:

@@ -44,7 +44,7 @@ from .turns import same_text
 
 log = logging.getLogger("memfold.search")
 
-_HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance")
+_HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance", "related")
 # a search makes ~30 hits: each by filling a bare instance's __dict__ when ``fillable`` allows it
 _FILL_HIT = fillable(SearchHit, _HIT_FIELDS)
 
@@ -55,7 +55,7 @@ def _hit(record: MemoryRecord, score: float, similarity: float, keyword_score: f
         return SearchHit(record, score, similarity, keyword_score, vector_score, relevance)
     h = object.__new__(SearchHit)
     h.__dict__.update(record=record, score=score, similarity=similarity, keyword_score=keyword_score,
-                      vector_score=vector_score, relevance=relevance)
+                      vector_score=vector_score, relevance=relevance, related=None)
     return h
 
 

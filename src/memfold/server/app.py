@@ -25,7 +25,7 @@ from .background import maintenance_task, metrics_route
 from .guards import BodyLimit, HostCheck, WorkGate
 from .keys import KeyStore
 from .origins import host_rule
-from .routes import memories, sessions, system, tools
+from .routes import knowledge, memories, sessions, system, tools
 
 log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
@@ -96,7 +96,7 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     app.state.keys = KeyStore(mem.index)
     app.state.no_auth = no_auth
     errors.install(app)
-    for module in (system, memories, sessions, tools):
+    for module in (system, memories, knowledge, sessions, tools):
         app.include_router(module.router)
     for add in plugins.ROUTES:
         add(app, mem)

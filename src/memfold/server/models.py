@@ -70,6 +70,35 @@ class SearchRequest(Strict):
     include_episodic: bool = True
     filters: dict[str, Any] | None = Field(None, description='Keep the hits that match, e.g. '
                                            '{"topic": "travel", "importance": {"gte": 0.7}} (see memfold.filters)')
+    related: bool = Field(False, description="Give each hit its related memories (`related`)")
+
+
+class SkillRequest(Strict):
+    model_config = examples({"user_id": "alice", "name": "Publish the docs", "when_to_use": "after a release",
+                             "steps": ["make docs", "rsync -a site/ web:/srv/docs"], "tools": ["make", "rsync"],
+                             "outcome": "the new docs are online"},
+                            {"name": "给客户发周报", "when_to_use": "每周五下班前", "steps": ["汇总本周进度", "发邮件"]})
+    user_id: str | None = Field(None, description=USER_ID)
+    name: str = Field(description="What the skill does, in a few words")
+    when_to_use: str | None = Field(None, description="The kind of task it is for")
+    steps: list[str] | None = Field(None, description="The steps that worked, in order (at most 50)")
+    tools: list[str] | None = Field(None, description="The tools the steps use (at most 20)")
+    outcome: str | None = Field(None, description="What it achieved")
+    importance: float | None = Field(None, ge=0, le=1)
+    agent_id: str | None = None
+
+
+RelationName = Literal["supports", "contradicts", "refines", "duplicates", "summarizes"]
+
+
+class RelationRequest(Strict):
+    model_config = examples({"user_id": "alice", "source_id": "m-7f3a", "target_id": "m-2b91", "relation": "supports",
+                             "strength": 0.8})
+    user_id: str | None = Field(None, description=USER_ID)
+    source_id: str = Field(description="The memory the relation is from")
+    target_id: str = Field(description="The memory it is about")
+    relation: RelationName
+    strength: float = Field(1.0, ge=0, le=1)
 
 
 class UpdateMemoryRequest(Strict):
@@ -121,10 +150,42 @@ class Memory(BaseModel):
     context: str = ""
 
 
+class Related(BaseModel):
+    relation: str
+    direction: str = Field(description='"to": the hit is the source of the relation; "from": the other memory is')
+    strength: float
+    id: str
+    content: str
+    kind: str
+    is_active: bool
+
+
 class Hit(Memory):
     score: float
     similarity: float
     relevance: float = 1.0
+    related: list[Related] | None = None
+
+
+class Relation(BaseModel):
+    source_id: str
+    target_id: str
+    relation: str
+    strength: float
+    created_at: str
+
+
+class Skill(BaseModel):
+    id: str
+    name: str
+    when_to_use: str
+    steps: list[str]
+    tools: list[str]
+    outcome: str
+    successes: int
+    last_success: str | None
+    importance: float
+    file: str
 
 
 class AddResult(BaseModel):
@@ -162,6 +223,14 @@ class HitPage(Page):
 
 class HistoryPage(Page):
     results: list[HistoryEntry]
+
+
+class SkillPage(Page):
+    results: list["Skill"]
+
+
+class RelatedPage(Page):
+    results: list["Related"]
 
 
 class ForgetResult(Page):

@@ -71,7 +71,8 @@ def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = D
         return {"results": [], "next": None}
     # the first page is the search a Python caller gets; a later one asks for the hits up to its end
     hits = mem.search(body.query, uid, limit=end, memory_type=body.memory_type, include_episodic=body.include_episodic,
-                      filters=body.filters, record_access=offset == 0)
+                      filters=body.filters, record_access=offset == 0,
+                      related=body.related)
     shown = hits[offset:end]
     if offset and shown:  # the hits a caller is given count as accessed
         try:

@@ -44,6 +44,9 @@ EXAMPLES: dict[str, dict[str, Any]] = {  # one request body per tool, shown in t
     "memory_forget": {"query_or_id": "cello", "dry_run": True},
     "memory_read": {"path": "MEMORY.md", "section": "Preferences"},
     "write_file": {"path": "MEMORY.md", "content": "- The user moved to Lyon in March"},
+    "skill_success": {"memory_id": "m-7f3a", "user_id": "alice"},
+    "memory_relate": {"action": "add", "memory_id": "m-7f3a", "other_id": "m-2b91", "relation": "supports",
+                      "strength": 0.8},
 }
 
 

@@ -31,6 +31,11 @@ const T = {
     st_llm_none: "no calls yet", st_llm_last: "last call {x}",
     st_llm_op: "{op}: {calls} calls, {tokens} tokens", st_llm_op_one: "{op}: 1 call, {tokens} tokens",
     ops: { add: "adding memories", maintain: "maintenance", evolve: "policy evolution", summarize: "summaries", session: "sessions" },
+    related: "Related", archived: "archived",
+    rel: { supports: "supports", contradicts: "contradicts", refines: "refines", duplicates: "duplicates", summarizes: "summarizes" },
+    rel_from: { supports: "supported by", contradicts: "contradicted by", refines: "refined by", duplicates: "duplicated by", summarizes: "summarized by" },
+    st_searches: "Searches recorded", st_most_used: "Most used memories", st_no_results: "Queries that found nothing",
+    st_times: "{n}×", st_last: "last {x}",
     types: {},
   },
   zh: {
@@ -62,6 +67,11 @@ const T = {
     st_llm_none: "还没有调用", st_llm_last: "最近一次调用 {x}",
     st_llm_op: "{op}：调用 {calls} 次，{tokens} 个 token", st_llm_op_one: "{op}：调用 1 次，{tokens} 个 token",
     ops: { add: "添加记忆", maintain: "维护", evolve: "策略演化", summarize: "摘要", session: "会话" },
+    related: "相关记忆", archived: "已归档",
+    rel: { supports: "支持", contradicts: "推翻", refines: "细化", duplicates: "重复", summarizes: "概括" },
+    rel_from: { supports: "被支持", contradicts: "被推翻", refines: "被细化", duplicates: "被重复", summarizes: "被概括" },
+    st_searches: "已记录的检索", st_most_used: "最常用的记忆", st_no_results: "没有找到结果的查询",
+    st_times: "{n} 次", st_last: "最近 {x}",
     types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记", turn: "对话" },
   },
 };
@@ -199,12 +209,25 @@ function memItem(r, score) {
     score !== undefined ? el("span", {}, `${t("score")} ${score.toFixed(3)}`) : null,
     el("span", { class: "id" }, r.id));
   const item = el("div", { class: "mem", "data-id": r.id }, text, meta);
+  if (r.related && r.related.length) item.append(relatedList(r.related));
   const actions = el("span", { class: "actions" },
     el("button", { class: "small edit", type: "button", onclick: () => editMemory(item, r) }, t("edit")),
     el("button", { class: "small hist", type: "button", onclick: () => toggleHistory(item, r) }, t("history")),
     el("button", { class: "small danger-outline del", type: "button", onclick: () => deleteMemory(r) }, t("delete")));
   meta.append(actions);
   return item;
+}
+
+// a hit's related memories: "supports → words" (the hit is the source) or "supported by ← words"
+function relatedList(rel) {
+  const ul = el("ul", { class: "related" });
+  for (const x of rel) {
+    const name = x.direction === "to" ? (T[S.lang].rel || {})[x.relation] : (T[S.lang].rel_from || {})[x.relation];
+    ul.append(el("li", { "data-id": x.id },
+      el("span", { class: "rel " + x.relation }, `${name || x.relation} ${x.direction === "to" ? "→" : "←"}`), " ",
+      x.content, " ", el("span", { class: "muted" }, `(${x.strength.toFixed(2)}${x.is_active ? "" : " · " + t("archived")})`)));
+  }
+  return el("div", { class: "related-box" }, el("div", { class: "muted" }, t("related")), ul);
 }
 
 async function loadMemories() {
@@ -214,7 +237,7 @@ async function loadMemories() {
   try {
     let rows, heading;
     if (S.query) {
-      const hits = (await api("POST", "/v1/memories/search", { query: S.query, memory_type: type || null, limit: 30 })).results;
+      const hits = (await api("POST", "/v1/memories/search", { query: S.query, memory_type: type || null, limit: 30, related: true })).results;
       rows = hits.map((h) => [h, h.score]);
       heading = `${t("results_for")} “${S.query}”`;
     } else {
@@ -407,6 +430,14 @@ async function loadStats() {
       u.calls ? t("st_llm_split", { p: num(u.prompt_tokens), c: num(u.completion_tokens) }) : null,
       ...ops, u.last && u.last.at ? t("st_llm_last", { x: String(u.last.at).replace("T", " ").slice(0, 16) + " UTC" }) : null);
   }
+  const use = s.usage || {};
+  stat(dl, t("st_searches"), num(use.searches || 0));
+  const listOf = (items, line) => { const ul = el("ul", { class: "usage" }); for (const x of items) ul.append(el("li", {}, ...line(x))); return ul; };
+  if ((use.most_used || []).length)
+    stat(dl, t("st_most_used"), listOf(use.most_used, (x) => [el("span", { class: "count" }, t("st_times", { n: num(x.count) })), " ", x.content]));
+  if ((use.no_results || []).length)
+    stat(dl, t("st_no_results"), listOf(use.no_results, (x) => [el("span", { class: "count" }, t("st_times", { n: num(x.count) })), " ", x.query, " ",
+      el("span", { class: "muted" }, t("st_last", { x: String(x.last).slice(0, 10) }))]));
   box.append(dl);
 }
 
