@@ -33,6 +33,7 @@ TESTED_ELSEWHERE = {
                                           "test_threshold_zero_or_not_exceeded_means_no_compression"),
     "old_memory_days": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "old_memory_access_below": ("test_maintenance_compress", "test_old_memory_policy_keys"),
+    "old_memory_merge_days": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "memory_tidy_percent": ("test_maintenance_tidy", "test_tidy_instruction_appears_when_memory_approaches_the_limit"),
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),

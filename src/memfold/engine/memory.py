@@ -60,11 +60,14 @@ def _one_of(call: str, name: str, value: Any, alias: str, other: Any) -> Any:
 class Memory(AgentCalls, Upkeep):
     """Long-term memory for agents: Markdown files as the source of truth, a derived index.
 
-    ``Memory(root=...)``; every call takes ``user_id`` (default ``"default"``)."""
+    ``Memory(root=...)``; every call takes ``user_id`` (default ``"default"``). A ``Memory`` kept
+    open runs the due maintenance jobs in a background thread (``[maintenance]``: the first look
+    after ``first_run_seconds``, then every ``interval_minutes``); ``background=False`` starts
+    no thread, ``close()`` stops it."""
 
     def __init__(self, root: str | Path | None = None, *, settings: Settings | None = None,
                  embedder: Embedder | None = None, index: Index | None = None,
-                 policy: dict[str, Any] | None = None, language: str | None = None):
+                 policy: dict[str, Any] | None = None, language: str | None = None, background: bool = True):
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
         self.embedder = embedder or make_embedder(self.settings.embedder)
@@ -87,6 +90,21 @@ class Memory(AgentCalls, Upkeep):
         self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, self._ends.locks, self.memory_enabled,
                                            after_message=self.evolution)
         self.policy("default")  # validate argument overrides at construction
+        self._scheduler: Any = None
+        if background:
+            self.start_maintenance()
+
+    def start_maintenance(self) -> bool:
+        """Start the background maintenance of a long-lived process (``[maintenance]``), once; False
+        when it is switched off (``background = false`` or ``interval_minutes = 0``)."""
+        from ..maintenance.schedule import background_scheduler
+
+        with self._lock:
+            if self._scheduler is None:
+                self._scheduler = background_scheduler(self)
+                if self._scheduler is not None:
+                    self._scheduler.start()
+            return self._scheduler is not None
 
     # ---- wiring ----------------------------------------------------------------------
     def _store(self, user_id: str) -> UserStore:
@@ -127,7 +145,10 @@ class Memory(AgentCalls, Upkeep):
 
     def close(self) -> None:
         """Close the index and the LLM client (the chat model made from the settings), after a
-        background compression in progress has finished."""
+        background compression in progress has finished (a background maintenance run stops at its
+        next step)."""
+        if self._scheduler is not None:
+            self._scheduler.stop()
         if "_auto" in self.__dict__:
             self._auto.join()
         chat_close = getattr(self.chat_model, "close", None)
