@@ -43,9 +43,11 @@ MIN_GROUP = 3  # seed 003: fewer are not compressed
 MAX_GROUP = 20  # memories sent in one prompt (a larger topic is compressed in parts)
 MAX_GROUPS = 200  # groups one run compresses (the rest wait for the next run)
 TOPIC_SIMILARITY = 0.5  # cosine to a group's centroid that puts a memory in the group
+HARD_SIMILARITY = 0.4  # the hard stage groups more widely (its originals are listed in archive.md)
 MAX_CHARS = 1000  # a compressed memory's length (LLM answers are refused beyond it; extractive parts stop at it)
 HARD_CHARS = 400  # the hard stage's extractive memory stops at this length (the rest is in archive.md)
 MERGE_NOVELTY, HARD_NOVELTY = 0.34, 0.5  # share of new terms that keeps a sentence without a new fact
+MERGE_NEW_TERMS, HARD_NEW_TERMS = 3, 4  # ... or this many new terms
 MERGE, HARD = "merge", "hard"  # the stages
 MARK = "compressed"  # structured_data key of a memory written by compression: its stage
 RELATION = "summarizes"
@@ -119,7 +121,7 @@ def groups(ctx: JobContext, records: list[MemoryRecord]) -> list[Group]:
             if g:
                 sims = cents[:g] @ v
                 j = int(np.argmax(sims))
-                best = j if sims[j] >= TOPIC_SIMILARITY else -1
+                best = j if sims[j] >= (HARD_SIMILARITY if stage == HARD else TOPIC_SIMILARITY) else -1
             if best < 0:
                 best = g
                 members.append([])
@@ -129,11 +131,11 @@ def groups(ctx: JobContext, records: list[MemoryRecord]) -> list[Group]:
         for ms in members:
             for start in range(0, len(ms), MAX_GROUP):
                 part = ms[start: start + MAX_GROUP]
-                if len(part) >= MIN_GROUP:
+                merged = [r for r in part if (r.structured_data or {}).get(MARK) == MERGE]
+                if len(part) >= MIN_GROUP or (stage == HARD and merged and len(part) > 1):
                     out.append(Group(mtype, part, stage))
                 elif stage == HARD:  # merged memories that reached the hard stage are compressed alone
-                    out.extend(Group(mtype, [r], stage) for r in part
-                               if (r.structured_data or {}).get(MARK) == MERGE)
+                    out.extend(Group(mtype, [r], stage) for r in merged)
     return out[:MAX_GROUPS]
 
 
@@ -150,7 +152,7 @@ def extractive(ctx: JobContext, g: Group) -> list[tuple[MemoryRecord, list[Memor
     Merge stage: at most 3 memories of ``MAX_CHARS`` (members that do not fit stay as they are);
     hard stage: one memory of at most ``HARD_CHARS`` (the originals go to archive.md)."""
     hard = g.stage == HARD
-    cond = Condenser(novelty=HARD_NOVELTY if hard else MERGE_NOVELTY)
+    cond = Condenser(novelty=HARD_NOVELTY if hard else MERGE_NOVELTY, new_terms=HARD_NEW_TERMS if hard else MERGE_NEW_TERMS)
     limit = HARD_CHARS if hard else MAX_CHARS
     starts = [0]  # where each part's sentences start in cond.kept
     members: list[list[MemoryRecord]] = [[]]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .terms import EN_STOP, ZH_STOP_CHARS, terms
 
-_SPLIT = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 _MONTHS = ("jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|august|"
            "september|october|november|december")
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
@@ -73,6 +73,7 @@ class Condenser:
     """The sentences kept so far of one group: ``offer`` each memory's text in turn."""
 
     novelty: float = 0.34  # share of a sentence's terms that must be new for it to stay without a new fact
+    new_terms: int = 3  # ... or this many new terms (a fact said in new words: "不喜欢绿茶")
     kept: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     _facts: set[str] = field(default_factory=set)
@@ -89,7 +90,7 @@ class Condenser:
             new_facts = facts(s) - known
             new_terms = ts - have
             keep = bool(norm) and norm not in seen and (
-                bool(new_facts) or len(new_terms) >= max(1.0, self.novelty * len(ts)))
+                bool(new_facts) or len(new_terms) >= min(self.new_terms, max(1.0, self.novelty * len(ts))))
             if keep:
                 seen.add(norm)
                 known |= new_facts
