@@ -88,11 +88,35 @@ class Memory(AgentCalls, Upkeep):
                                 else None)
         self._ends = SessionEnds(lambda u: self.workspace.user(u).dir, lambda: self._session_ports)  # locks, TTL
         self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, self._ends.locks, self.memory_enabled,
-                                           after_message=self.evolution)
+                                           after_message=self.evolution, file_chars=self._memory_file_chars)
+        self._file_sizes: dict[str, tuple[tuple[int, int], int | None]] = {}  # user -> (file stat, characters)
         self.policy("default")  # validate argument overrides at construction
         self._scheduler: Any = None
         if background:
             self.start_maintenance()
+
+    def _memory_file_chars(self, user_id: str) -> int | None:
+        """MEMORY.md's characters as the model reads it (as a query-less context injects it: no id or
+        template comments, no blank runs), measured again only when the file changed."""
+        from .context import clean_memory_file
+
+        store = self._store(user_id)
+        try:
+            st = (store.space.dir / FILE_MEMORY).stat()
+        except FileNotFoundError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            got = self._file_sizes.get(user_id)
+        if got is not None and got[0] == stamp:
+            return got[1]
+        try:
+            chars: int | None = len(clean_memory_file(split_marker(store.space.read(FILE_MEMORY))[0]))
+        except NotFoundError:
+            chars = None
+        with self._lock:
+            self._file_sizes[user_id] = (stamp, chars)  # one entry per namespace this Memory has opened
+        return chars
 
     def start_maintenance(self) -> bool:
         """Start the background maintenance of a long-lived process (``[maintenance]``), once; False

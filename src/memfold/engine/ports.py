@@ -60,3 +60,4 @@ class SessionPorts:
     lock: Callable[[str], AbstractContextManager[Any]] | None = None
     enabled: Callable[[str], bool] | None = None  # memory on for a namespace, read fresh (None: always on)
     after_message: MessageHook | None = None
+    file_chars: Callable[[str], int | None] | None = None  # a namespace's MEMORY.md size as the model reads it

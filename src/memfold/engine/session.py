@@ -78,6 +78,7 @@ class _State:
     updated_at: str = ""
     closed_at: str = ""  # set when the session ended (engine/session_end.py)
     closed_reason: str = ""  # "close" | "ttl"
+    tidy_hint_shown: bool = False  # the "tidy your memory" instruction was shown (once per session)
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": 1, **self.__dict__}
@@ -263,9 +264,15 @@ class Session:
         with self._guard():
             self._reload()
             pins = self.recent_memories if self.memory_enabled else []
-            return self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
-                                       memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after,
-                                       tools=tools)
+            sized = self._ports.file_chars
+            built = self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
+                                        memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after,
+                                        tools=tools, file_chars=sized(self.user_id) if sized and self.memory_enabled
+                                        else None, tidy_hint=not self._state.tidy_hint_shown)
+            if built.tidy_hint:  # shown once: the model has it in this session's context now
+                self._state.tidy_hint_shown = True
+                self._save()
+            return built
 
     def task(self, question: str) -> "TaskScratchpad":
         """A scratchpad for one task's ReAct steps; only question and final answer enter the session."""
@@ -393,5 +400,7 @@ def stateless_context(ports: SessionPorts, pins: Sequence[str], policy: Policy, 
                       memory_enabled: bool = True, tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """``build_context`` without a session: memory, the agent's pins and the message."""
     builder = ContextBuilder(ports.retriever, ports.embedder, user_id, policy, check_language(language))
+    sized = ports.file_chars
     return builder.build(user_message, pins=pins if memory_enabled else [], memory_enabled=memory_enabled,
-                         base_prompt=base_prompt, tools=tools).messages
+                         base_prompt=base_prompt, tools=tools,
+                         file_chars=sized(user_id) if sized and memory_enabled else None).messages
