@@ -253,3 +253,24 @@ def test_chat_exit_does_not_store_again_what_a_tool_call_stored(root: Path, embe
     with Memory(root=root, embedder=embedder) as m:  # the turns are in the session; the stored memory once
         turns = _turns(m, "hal")
         assert "What time is it?" in turns and TEA not in turns  # the tool's turn was not extracted again
+
+
+def test_an_explicit_remember_is_stored_at_once_and_seen_by_another_session(root: Path, embedder):
+    """A model without tools cannot store "remember …" itself: the session stores it when the message
+    is added, so a second session opened meanwhile finds it; the end extracts nothing twice."""
+    with Memory(root=root, embedder=embedder, background=False) as m:
+        s1 = m.session("first", "ivy")
+        s1.add_message("user", "Remember that my bike is a red Gazelle")
+        s1.add_message("assistant", "Noted.")
+        s1.add_message("user", "I fly to Porto on Friday. 记住我的车位是B2-117")
+        s2 = m.session("second", "ivy")
+        system = s2.build_context("which bike do I have?")[0]["content"]
+        assert "red Gazelle" in system
+        assert any("B2-117" in r for r in _file_backed(m, "ivy"))
+        s1.close()
+        kept = _file_backed(m, "ivy")
+        assert sum("Gazelle" in r for r in kept) == 1 and sum("B2-117" in r for r in kept) == 1, kept
+        m.set_memory_enabled(False, "ivy")  # memory off: nothing is stored, at once or later
+        s3 = m.session("third", "ivy")
+        s3.add_message("user", "Remember that my locker is number 42")
+        assert not any("locker" in r for r in _file_backed(m, "ivy"))
