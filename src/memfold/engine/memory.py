@@ -175,6 +175,8 @@ class Memory(AgentCalls, Upkeep):
             self._scheduler.stop()
         if "_auto" in self.__dict__:
             self._auto.join()
+        if "_evolution" in self.__dict__:  # a reflection in progress writes its outcome first
+            self._evolution.join()
         chat_close = getattr(self.chat_model, "close", None)
         if callable(chat_close):
             chat_close()

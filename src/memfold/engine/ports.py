@@ -39,8 +39,8 @@ class Pins(Protocol):
 
 
 class MessageHook(Protocol):
-    """Told after a session saved a message (policy evolution counts them); ``conversation``
-    gives the session's summary and buffer when it is needed."""
+    """Told after a session saved a message (policy evolution counts them; its reflection runs in
+    the background); ``conversation`` gives the session's summary and buffer when it is needed."""
 
     def message_added(self, user_id: str,
                       conversation: Callable[[], tuple[str, Sequence[dict[str, Any]]]]) -> Any: ...
