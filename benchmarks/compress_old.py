@@ -8,9 +8,11 @@ For each language and stage a fresh workspace holds the corpus's memories, dated
 merge stage, ``old_memory_merge_days`` = 30) or 120 days ago (the hard stage, ``old_memory_days``
 = 90); ``memfold maintain``'s ``compress_old_memories`` job runs (no LLM, the bundled embedder).
 "merge, then hard" runs the merge stage, then the job again as when those memories have gone
-unused for the hard stage's days (the policy's days shortened instead of the clock moved). Printed per row: memories before and after, characters before and after and their
-ratio, and the corpus's facts (every entity and date of each group, listed in the data file)
-found in the memories after compression, and found there or in ``archive.md``."""
+unused for the hard stage's days (the policy's days shortened instead of the clock moved).
+
+Printed per row: memories before and after, characters before and after and their ratio, and the
+corpus's facts (every entity and date of each group, listed in the data file) found in the
+memories after compression, and found there or in ``archive.md``. Exit 1 when a fact is lost."""
 
 from __future__ import annotations
 

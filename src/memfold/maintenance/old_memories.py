@@ -31,12 +31,12 @@ from ..engine import records as rec
 from ..engine.llm_calls import CallCapReached, LLMCalls, answer_text, parse_json_answer, record_usage
 from ..engine.store import file_for
 from ..errors import ProviderError
+from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
 from ..text import condense
 from ..text.condense import Condenser
-from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
 from .apply import Archive, Changes, apply_changes
-from .tidy import archive_line
 from .base import DONE, FAILED, NOT_DUE, NOTHING, PLANNED, JobContext, JobResult, planned_change
+from .tidy import archive_line
 
 log = logging.getLogger("memfold")
 MIN_GROUP = 3  # seed 003: fewer are not compressed

@@ -2,7 +2,8 @@
 worker's values added up when ``memfold serve --workers N`` set ``PROMETHEUS_MULTIPROC_DIR``), each
 worker's metrics written under the workspace root for ``memfold stats --metrics``, and
 background maintenance: every worker runs the ``Scheduler`` every ``[server]
-maintenance_interval_minutes`` (0 = never; ``[maintenance] background = false``: never either); the per-namespace lease in the index keeps two workers
+maintenance_interval_minutes`` (0 = never; ``[maintenance] background = false``: never either);
+the per-namespace lease in the index keeps two workers
 (or machines) from running the same namespace's jobs at once."""
 
 from __future__ import annotations
