@@ -20,7 +20,7 @@ from memfold.models import EPISODIC, utcnow
 from ..conftest import run_cli
 from ..support.openai_server import Reply, tool_call
 
-TEA = "Remember that I like green tea"
+TEA = "I like green tea"  # extracted when the session ends (an explicit "remember" is stored at once)
 
 
 def _file_backed(mem: Memory, user: str = "default") -> list[str]:
@@ -105,7 +105,7 @@ def test_memory_off_extracts_nothing_at_the_end_nor_later(mem: Memory) -> None:
 
 def test_memory_switched_off_for_the_user_while_a_session_runs(mem: Memory) -> None:
     s = mem.session("switch", "kim")
-    s.add_message("user", "Remember that I like mint tea")  # said with memory on
+    s.add_message("user", "I like mint tea")  # said with memory on (extracted at the end)
     mem.set_memory_enabled(False, "kim")
     s.add_message("user", "Remember that I like black coffee")  # said with memory off
     assert s.close().extracted == 0 and not _file_backed(mem, "kim") and not _turns(mem, "kim")
@@ -128,8 +128,8 @@ def test_an_expired_session_is_ended_by_whoever_opens_it(root: Path, embedder) -
 
 def test_an_abandoned_session_is_ended_when_another_one_opens(root: Path, embedder) -> None:
     with Memory(root=root, embedder=embedder) as m:
-        m.session("abandoned", "dan").add_message("user", "Remember that I like oolong tea")
-        m.session("recent", "dan").add_message("user", "Remember that I like rooibos tea")
+        m.session("abandoned", "dan").add_message("user", "I like oolong tea")
+        m.session("recent", "dan").add_message("user", "I like rooibos tea")
         _age(m, "dan", "abandoned", 90)
         _age(m, "dan", "recent", 30)
     with Memory(root=root, embedder=embedder, policy={"session_ttl_minutes": 60}) as m:

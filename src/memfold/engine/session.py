@@ -194,7 +194,7 @@ class Session:
         check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts", "content")
         content = redact(content)  # kept in the session state and sent to the summary LLM: never a secret
         if role == "user" and not extracted and ends.may_extract(self._ports, self.user_id, self.memory_enabled):
-            extracted = self._remember_now(content)
+            self._remember_now(content)
         with self._guard():
             self._reload()
             if self._state.closed_at:
@@ -210,28 +210,25 @@ class Session:
             self._ports.after_message.message_added(self.user_id, lambda: (self.summary, self.messages))
         return update
 
-    def _remember_now(self, content: str) -> bool:
+    def _remember_now(self, content: str) -> None:
         """An explicit request ("remember that …", "记住…") is stored at once, not when the session ends,
-        so another session sees it meanwhile; True when the whole message was such requests (it is then
-        not extracted again). A failure is logged: the session end extracts the message as usual."""
+        so another session sees it meanwhile. The message is still extracted at the end like the others
+        (its turn is stored then; the memory is found stored already). A failure is logged."""
         from ..text.extraction import sentences, strip_command
 
-        parts = sentences(content)
-        asked = [p for p in parts if strip_command(p)[1]]
+        asked = [p for p in sentences(content) if strip_command(p)[1]]
         if not asked:
-            return False
+            return
         with self._guard():  # a closed session stores nothing (add_message raises below)
             self._reload()
             if self._state.closed_at:
-                return False
+                return
         try:
             for p in asked:
                 self._ports.ingest.add(p, self.user_id, agent_id=self.agent_id, session_id=self.session_id)
         except MemfoldError as exc:
             log.warning("session %s: storing %r at once failed (%s); it is extracted when the session ends",
                         self.session_id, asked[0][:80], exc)
-            return False
-        return len(asked) == len(parts)
 
     def summarize(self) -> SessionUpdate:
         """Fold everything but the last ``session_summary_keep_count`` messages now."""
