@@ -5,7 +5,6 @@ of the same search (answered by rescoring the prepared candidates)."""
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 from pathlib import Path
 
@@ -41,23 +40,3 @@ def test_recency_counts_from_the_last_access(root: Path, embedder):
         after = {h.record.id: h.score for h in m.search("green tea", "alice", limit=2, record_access=False)}
         assert after["newunused"] - before["newunused"] > 0.1
         assert abs(after["oldbutused"] - before["oldbutused"]) < 0.01
-
-
-def test_a_memory_never_accessed_counts_as_a_year_unused_not_as_new(root: Path, embedder):
-    """No search has returned it yet: its recency term is that of a memory last used 365 days ago,
-    whatever its age: a memory written today and never read gets no more from recency than one written
-    last year, and less than one read 20 days ago (written two years ago)."""
-    from memfold.engine.read import NEVER_ACCESSED_DAYS
-
-    assert NEVER_ACCESSED_DAYS == 365
-    with Memory(root=root, embedder=embedder, background=False) as m:
-        m.import_records([
-            _row("usedlately", "I drink green tea in the morning", created_days=730, accessed_days=20),
-            _row("writtentoday", "I drink green tea in the evening", created_days=0, accessed_days=None),
-            _row("writtenlongago", "I drink green tea at noon", created_days=300, accessed_days=None),
-        ])
-        hits = m.search("green tea", "alice", limit=3, record_access=False)
-        recency = {h.record.id: h.score - 0.6 * h.similarity - 0.2 * 0.5 for h in hits}  # the default weights
-        assert abs(recency["writtentoday"] - recency["writtenlongago"]) < 1e-6  # the same: never accessed
-        assert recency["writtentoday"] < 1e-5  # 0.2 x e^(-365/30)
-        assert abs(recency["usedlately"] - 0.2 * math.exp(-20 / 30)) < 1e-3

@@ -44,8 +44,6 @@ from .turns import same_text
 
 log = logging.getLogger("memfold.search")
 
-NEVER_ACCESSED_DAYS = 365.0  # the recency of a memory no search has returned yet: a year old
-
 _HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance")
 # a search makes ~30 hits: each by filling a bare instance's __dict__ when ``fillable`` allows it
 _FILL_HIT = fillable(SearchHit, _HIT_FIELDS)
@@ -401,18 +399,14 @@ class Retriever:
     @staticmethod
     def _scorer(pol: Policy, now: datetime) -> Callable[[MemoryRecord, float], float]:
         """The ranking score of a candidate (similarity, recency of access, importance), the policy's
-        weights looked up once for all the candidates of a search. A memory never accessed counts as
-        last accessed ``NEVER_ACCESSED_DAYS`` ago."""
+        weights looked up once for all the candidates of a search."""
         w_sim, w_time, w_imp, tau = (pol.score_weight_similarity, pol.score_weight_time,
                                      pol.score_weight_importance, pol.decay_tau_days)
         exp = math.exp
 
-        never = w_time * exp(-NEVER_ACCESSED_DAYS / tau)  # a memory no search has returned yet
-
         def score(r: MemoryRecord, similarity: float) -> float:
-            if r.last_accessed_at is None:
-                return w_sim * similarity + never + w_imp * r.importance
-            days = max(0.0, (now - r.last_accessed_at).total_seconds() / 86400.0)
+            ref = r.last_accessed_at or r.created_at
+            days = max(0.0, (now - ref).total_seconds() / 86400.0)
             return w_sim * similarity + w_time * exp(-days / tau) + w_imp * r.importance
         return score
 
