@@ -97,6 +97,11 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
 
     text = guard.memory_text(render.text_argument(text), "the memory text")  # checked before a workspace is made
     m = runtime(ctx).memory()
+    if not m.memory_enabled(user):  # switched off: nothing is written, by the CLI either
+        from ..errors import MemoryOffError
+
+        raise MemoryOffError(f"memory is switched off for user {user!r}; nothing was stored "
+                             f"(`memfold memory on --user {user}` switches it on)")
     if note:
         r = m.add_note(text, user)
         print_json(r.to_dict()) if as_json else out.print(f"noted {r.id} in {r.file}")

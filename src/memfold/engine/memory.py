@@ -62,11 +62,14 @@ def _one_of(call: str, name: str, value: Any, alias: str, other: Any) -> Any:
 class Memory(AgentCalls, Upkeep):
     """Long-term memory for agents: Markdown files as the source of truth, a derived index.
 
-    ``Memory(root=...)``; every call takes ``user_id`` (default ``"default"``)."""
+    ``Memory(root=...)``; every call takes ``user_id`` (default ``"default"``). A ``Memory`` kept
+    open runs the due maintenance jobs in a background thread (``[maintenance]``: the first look
+    after ``first_run_seconds``, then every ``interval_minutes``); ``background=False`` starts
+    no thread, ``close()`` stops it."""
 
     def __init__(self, root: str | Path | None = None, *, settings: Settings | None = None,
                  embedder: Embedder | None = None, index: Index | None = None,
-                 policy: dict[str, Any] | None = None, language: str | None = None):
+                 policy: dict[str, Any] | None = None, language: str | None = None, background: bool = True):
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
         self.embedder = embedder or make_embedder(self.settings.embedder)
@@ -87,8 +90,47 @@ class Memory(AgentCalls, Upkeep):
                                 else None)
         self._ends = SessionEnds(lambda u: self.workspace.user(u).dir, lambda: self._session_ports)  # locks, TTL
         self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, self._ends.locks, self.memory_enabled,
-                                           after_message=self.evolution)
+                                           after_message=self.evolution, file_chars=self._memory_file_chars)
+        self._file_sizes: dict[str, tuple[tuple[int, int], int | None]] = {}  # user -> (file stat, characters)
         self.policy("default")  # validate argument overrides at construction
+        self._scheduler: Any = None
+        if background:
+            self.start_maintenance()
+
+    def _memory_file_chars(self, user_id: str) -> int | None:
+        """MEMORY.md's characters as the model reads it (as a query-less context injects it: no id or
+        template comments, no blank runs), measured again only when the file changed."""
+        from .context import clean_memory_file
+
+        store = self._store(user_id)
+        try:
+            st = (store.space.dir / FILE_MEMORY).stat()
+        except FileNotFoundError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            got = self._file_sizes.get(user_id)
+        if got is not None and got[0] == stamp:
+            return got[1]
+        try:
+            chars: int | None = len(clean_memory_file(split_marker(store.space.read(FILE_MEMORY))[0]))
+        except NotFoundError:
+            chars = None
+        with self._lock:
+            self._file_sizes[user_id] = (stamp, chars)  # one entry per namespace this Memory has opened
+        return chars
+
+    def start_maintenance(self) -> bool:
+        """Start the background maintenance of a long-lived process (``[maintenance]``), once; False
+        when it is switched off (``background = false`` or ``interval_minutes = 0``)."""
+        from ..maintenance.schedule import background_scheduler
+
+        with self._lock:
+            if self._scheduler is None:
+                self._scheduler = background_scheduler(self)
+                if self._scheduler is not None:
+                    self._scheduler.start()
+            return self._scheduler is not None
 
     # ---- wiring ----------------------------------------------------------------------
     def _store(self, user_id: str) -> UserStore:
@@ -129,9 +171,14 @@ class Memory(AgentCalls, Upkeep):
 
     def close(self) -> None:
         """Close the index and the LLM client (the chat model made from the settings), after a
-        background compression in progress has finished."""
+        background compression in progress has finished (a background maintenance run stops at its
+        next step)."""
+        if self._scheduler is not None:
+            self._scheduler.stop()
         if "_auto" in self.__dict__:
             self._auto.join()
+        if "_evolution" in self.__dict__:  # a reflection in progress writes its outcome first
+            self._evolution.join()
         chat_close = getattr(self.chat_model, "close", None)
         if callable(chat_close):
             chat_close()

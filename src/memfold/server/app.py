@@ -60,7 +60,7 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     ``Host``/``Origin`` headers it answers (``origins.host_rule``)."""
     owns = memory is None
     if memory is None:
-        memory = Memory(settings=settings or load_settings(root))
+        memory = Memory(settings=settings or load_settings(root), background=False)  # its scheduler: background.py
     mem = memory
     server = mem.settings.server
     if server.max_body_bytes < 1:
