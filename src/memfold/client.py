@@ -4,10 +4,11 @@ The same method names and result types as ``Memory`` (``AddResult``, ``SearchHit
 ``MemoryRecord``, ``HistoryEntry``); the server's error body ``{"error": {code, message, field}}``
 becomes the matching memfold error (``NotFoundError``, ``InvalidInputError``, ``SecretRefusedError``,
 ``AuthenticationError``, …; a 422's every problem is in the error's ``problems``). The server answers
-lists a page at a time (``{"results", "next"}``); the client follows the pages, so a list comes whole. One connection pool per client (keep-alive), a timeout on every
-request, and retries with exponential backoff inside the transport: a refused or dropped
-connection and a 503 are tried again (``retries`` times; a dropped connection only for requests
-that change nothing twice, GET/DELETE, or that never reached the server)."""
+lists a page at a time (``{"results", "next"}``); the client follows the pages, so a list comes
+whole. One connection pool per client (keep-alive), a timeout on every request, and retries with
+exponential backoff inside the transport: a refused or dropped connection and a 503 are tried
+again (``retries`` times; a dropped connection only for requests that change nothing twice,
+GET/DELETE, or that never reached the server)."""
 
 from __future__ import annotations
 
