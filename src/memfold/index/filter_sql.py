@@ -36,18 +36,25 @@ def _logic(f: Logic, args: list[Any], each: Any) -> str:
     return "(" + f" {f.op} ".join(parts) + ")"
 
 
+def _tree(f: Filter, args: list[Any], each: Any, data: Any, col: Any, false: str) -> str:
+    """One dialect's SQL of a filter: logic and the derived operators (ne, nin, in) written through
+    ``each``; a condition on a ``structured_data`` key through ``data``, on a column through ``col``;
+    a comparison that meets a missing value is ``false``."""
+    if isinstance(f, Logic):
+        return _logic(f, args, each)
+    if f.op == "ne":
+        return f"(NOT {each(Cond(f.field, 'eq', f.value), args)})"
+    if f.op == "nin":
+        return f"(NOT {each(Cond(f.field, 'in', f.value), args)})"
+    if f.op == "in":
+        return "(" + " OR ".join(each(Cond(f.field, "eq", v), args) for v in f.value) + ")"
+    key = f.data_key
+    return f"COALESCE(({data(f, key, args) if key is not None else col(f, args)}), {false})"
+
+
 # ---- SQLite --------------------------------------------------------------------------------------
 def _sqlite(f: Filter, args: list[Any]) -> str:
-    if isinstance(f, Logic):
-        return _logic(f, args, _sqlite)
-    if f.op == "ne":
-        return f"(NOT {_sqlite(Cond(f.field, 'eq', f.value), args)})"
-    if f.op == "nin":
-        return f"(NOT {_sqlite(Cond(f.field, 'in', f.value), args)})"
-    if f.op == "in":
-        return "(" + " OR ".join(_sqlite(Cond(f.field, "eq", v), args) for v in f.value) + ")"
-    key = f.data_key
-    return f"COALESCE(({_sqlite_data(f, key, args) if key is not None else _sqlite_col(f, args)}), 0)"
+    return _tree(f, args, _sqlite, _sqlite_data, _sqlite_col, "0")
 
 
 def _sqlite_col(f: Cond, args: list[Any]) -> str:
@@ -98,16 +105,7 @@ def _sqlite_data(f: Cond, key: str, args: list[Any]) -> str:
 
 # ---- PostgreSQL ----------------------------------------------------------------------------------
 def _pg(f: Filter, args: list[Any]) -> str:
-    if isinstance(f, Logic):
-        return _logic(f, args, _pg)
-    if f.op == "ne":
-        return f"(NOT {_pg(Cond(f.field, 'eq', f.value), args)})"
-    if f.op == "nin":
-        return f"(NOT {_pg(Cond(f.field, 'in', f.value), args)})"
-    if f.op == "in":
-        return "(" + " OR ".join(_pg(Cond(f.field, "eq", v), args) for v in f.value) + ")"
-    key = f.data_key
-    return f"COALESCE(({_pg_data(f, key, args) if key is not None else _pg_col(f, args)}), false)"
+    return _tree(f, args, _pg, _pg_data, _pg_col, "false")
 
 
 def _pg_col(f: Cond, args: list[Any]) -> str:
