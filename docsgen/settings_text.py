@@ -74,6 +74,8 @@ MEANINGS = {
                             "non-loopback address, when set, the only ones (DNS-rebinding guard)",
     "server.metrics_namespaces": "`GET /metrics` counts memories per namespace (`user_id` label) for every scrape, "
                                  "not only for an admin key",
+    "server.log_format": "`memfold serve`'s log on stderr, one access line per request (method, path, status, "
+                         "milliseconds, key id): `text` or `json` (one JSON object per line)",
     "cache.backend": "`memory` (in process) · `redis` (shared by processes and machines; "
                      "`pip install 'memfold[redis]'`) · `off`",
     "cache.url": "redis: `redis://127.0.0.1:6379/0`",

@@ -89,6 +89,7 @@ class ServerSettings:
     # loopback address; on another address, when set, the only Host names it answers (DNS-rebinding guard)
     allowed_hosts: str = ""
     metrics_namespaces: bool = False  # GET /metrics labels counts by namespace for every scrape (else: admin key only)
+    log_format: str = "text"  # memfold serve's log on stderr (one access line per request): text | json
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ STRUCTURED_DEPTH = Bound("structured_data", 32, "levels", "nesting of structured
                          size_bound=False)
 SOURCE_IDS = Bound("source_ids", 100, "ids", "source ids given to one add call")
 ID = Bound("id", 256, "characters", "an id given by a caller (memory, agent, session, source id)")
-RESULTS = Bound("limit", 1_000, "results", "`limit` of search and of listing memories", size_bound=False)
+RESULTS = Bound("limit", 1_000, "results", "`limit` of search and of every list (one HTTP page)", size_bound=False)
 TOOL_RESULTS = Bound("limit", 50, "results", "`limit` of the memory_search tool (what a model may ask for)",
                      size_bound=False)
 TOOL_ARGUMENTS = Bound("arguments", 100_000, "characters", "the raw JSON arguments of one tool call")

@@ -122,6 +122,18 @@ async function api(method, path, body, key) {
   return data;
 }
 
+// Every list the API answers is {results, next}: follow next (as ?cursor=) up to `most` rows.
+async function listAll(path, params, most) {
+  const q = new URLSearchParams(params || {});
+  let rows = [];
+  for (;;) {
+    const page = await api("GET", path + "?" + q);
+    rows = rows.concat(page.results);
+    if (!page.next || rows.length >= most) return rows.slice(0, most);
+    q.set("cursor", page.next);
+  }
+}
+
 // The status line says how the last action went, under that action's row; the next action clears it.
 const STATUS_PLACE = { search: "#search-form", add: "#add-form", forget: "#forget-form" };
 function begin(action) {
@@ -202,13 +214,13 @@ async function loadMemories() {
   try {
     let rows, heading;
     if (S.query) {
-      const hits = await api("POST", "/v1/memories/search", { query: S.query, memory_type: type || null, limit: 30 });
+      const hits = (await api("POST", "/v1/memories/search", { query: S.query, memory_type: type || null, limit: 30 })).results;
       rows = hits.map((h) => [h, h.score]);
       heading = `${t("results_for")} “${S.query}”`;
     } else {
-      const q = new URLSearchParams({ include_episodic: "false", limit: "500" });
-      if (type) q.set("memory_type", type);
-      rows = (await api("GET", "/v1/memories?" + q)).memories.map((r) => [r, undefined]);
+      const q = { include_episodic: "false", limit: "500" };
+      if (type) q.memory_type = type;
+      rows = (await listAll("/v1/memories", q, 2000)).map((r) => [r, undefined]);
     }
     box.textContent = "";
     if (!rows.length) { box.append(el("p", { class: "muted" }, S.query ? t("no_results") : t("empty"))); return; }
@@ -254,7 +266,7 @@ async function toggleHistory(item, r) {
   const old = item.querySelector(".history");
   if (old) { old.remove(); return; }
   try {
-    const entries = await api("GET", `/v1/memories/${encodeURIComponent(r.id)}/history`);
+    const entries = await listAll(`/v1/memories/${encodeURIComponent(r.id)}/history`, { limit: "1000" }, 1000);
     const ul = el("ul", { class: "history" });
     for (const e of entries) {
       const change = e.old_content && e.new_content ? `${e.old_content} → ${e.new_content}` : (e.new_content || e.old_content || "");
@@ -296,10 +308,10 @@ async function forgetByWords(ev) {
   if (!words) { status(t("forget_empty"), "bad"); return; }
   try {
     const preview = await api("POST", "/v1/memories/forget", { query: words, dry_run: true });  // nothing deleted yet
-    const n = preview.memories.length;
+    const n = preview.results.length;
     if (!n) { status(t("forget_nothing", { q: words }), "bad"); return; }
     const ul = el("ul", { id: "forget-list" });
-    for (const r of preview.memories.slice(0, 30)) ul.append(el("li", {}, r.content));
+    for (const r of preview.results.slice(0, 30)) ul.append(el("li", {}, r.content));
     if (n > 30) ul.append(el("li", { class: "more" }, t("more", { n: n - 30 })));
     const body = el("div", {}, ul, el("p", { class: "muted" }, t("forget_help")));
     if (!(await ask(t(n === 1 ? "forget_title_one" : "forget_title", { n, q: words }), body, t("forget_words").replace(/…$/, "")))) {
@@ -308,7 +320,7 @@ async function forgetByWords(ev) {
     }
     const done = await api("POST", "/v1/memories/forget", { query: words, dry_run: false });
     $("#forget-words").value = "";
-    status(`${t("forgotten")}: ${done.memories.length}`, "ok");
+    status(`${t("forgotten")}: ${done.results.length}`, "ok");
     await loadMemories();
   } catch (e) { status(e.message, "bad"); }
 }
@@ -331,7 +343,7 @@ async function loadSessions() {
   const list = $("#session-list"), view = $("#session-view");
   list.textContent = ""; view.textContent = "";
   try {
-    const { sessions } = await api("GET", "/v1/sessions");
+    const sessions = await listAll("/v1/sessions", { limit: "1000" }, 1000);
     if (!sessions.length) { view.append(el("p", { class: "muted" }, t("no_sessions"))); return; }
     for (const id of sessions) {
       const b = el("button", { type: "button", "data-session": id }, id);
@@ -357,7 +369,7 @@ async function showSession(id, button) {
 
 async function loadPins() {
   const box = $("#pins"); box.textContent = "";
-  const { agents } = await api("GET", "/v1/pins");
+  const agents = await listAll("/v1/pins", { limit: "1000" }, 1000);
   if (!agents.length) { box.append(el("p", { class: "muted" }, t("no_pins"))); return; }
   for (const a of agents) {
     const ul = el("ul", {});
