@@ -266,7 +266,14 @@ def run_clients(url: str, key: str, users: list[str], clients: int, seconds: flo
     lost = 0
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=300) as c:
         for user, ids in written.items():
-            stored = {r["id"] for r in c.get("/v1/export", params={"user_id": user}).json()["records"]}
+            stored: set[str] = set()
+            params: dict[str, Any] = {"user_id": user, "limit": 1000}
+            while True:  # every page of the export
+                page = c.get("/v1/export", params=params).json()
+                stored |= {r["id"] for r in page["results"]}
+                if not page["next"]:
+                    break
+                params["cursor"] = page["next"]
             lost += len(ids - stored)
     n = len(lat["search"]) + len(lat["add"])
     out: dict[str, Any] = {"clients": clients, "seconds": round(elapsed, 1), "requests": n,

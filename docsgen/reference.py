@@ -201,8 +201,13 @@ def http_page() -> str:
              "Generated from the server's OpenAPI description (a running server serves it at `/openapi.json`",
              "and as a browsable page at `/docs`). Every route but `/healthz` and `/metrics` needs a key:",
              "`Authorization: Bearer mfk_...` (see [HTTP server and keys](../guides/http-server.md)). Every route",
-             "takes `?user_id=` (default: the key's first namespace).", "",
-             "Errors have one shape, `{\"error\": {\"code\", \"message\", \"field\"}}`.", "",
+             "takes `?user_id=` (default: the key's first namespace); a route with a JSON body takes `user_id`",
+             "there too (given in both places, the two must be the same).", "",
+             "Every list is `{\"results\": [...], \"next\": cursor or null}`: `limit` sets the page size, and",
+             "`next` given back as `cursor` gives the following page. A memory has the same fields in every",
+             "answer; a search hit adds `score`, `similarity` and `relevance`.", "",
+             "Errors have one shape, `{\"error\": {\"code\", \"message\", \"field\"}}`; a 422 also lists every",
+             "problem of the request in `problems` (`[{\"field\", \"message\"}]`).", "",
              "| method | path | what it does |", "|---|---|---|"]
     ops = [(path, method, op) for path, ms in spec["paths"].items() for method, op in ms.items()]
     for path, method, op in ops:
@@ -232,9 +237,16 @@ def http_page() -> str:
                 lines.append(f"| `{name}` | {_type(spec, prop)} | {'yes' if name in required else 'no'} | "
                              f"{_cell(prop.get('description', ''))}{default} |")
             lines.append("")
+            for example in schema.get("examples", [])[:2]:
+                lines += ["Example:", "", "```json", json.dumps(example, ensure_ascii=False), "```", ""]
         ok = op.get("responses", {}).get("200", {}).get("content", {}).get("application/json", {}).get("schema")
         if ok:
-            lines += [f"Answer: {_type(spec, ok)}.", ""]
+            props = _ref(spec, ok).get("properties", {})
+            if {"results", "next"} <= set(props):  # a page of a list
+                rest = "".join(f", `{k}`" for k in props if k not in ("results", "next"))
+                lines += [f"Answer: a page, `results` ({_type(spec, props['results'])}) and `next`{rest}.", ""]
+            else:
+                lines += [f"Answer: {_type(spec, ok)}.", ""]
     return "\n".join(lines)
 
 

@@ -12,6 +12,9 @@ SECTION_INTRO = {
            "(see [The LLM layer](../llm.md)). Without one every feature runs on deterministic rules.",
     "server": "`memfold serve` (see [HTTP server and keys](../guides/http-server.md)).",
     "cache": "The hot cache in front of either index backend (see [Cache and metrics](../guides/cache-and-metrics.md)).",
+    "maintenance": "Maintenance in the background of a long-lived process: `memfold mcp`, `memfold chat` and a "
+                   "Python `Memory` kept open run the due jobs of `memfold maintain` by themselves (`memfold serve` "
+                   "every `[server] maintenance_interval_minutes`); see [Maintenance](../concepts/maintenance.md).",
     "memory": "The memory policy. Each user can override these keys in `<root>/<user>/policy_overrides.json` "
               "(`memfold policy set`); see [Policy](../concepts/policy.md).",
 }
@@ -77,6 +80,8 @@ MEANINGS = {
                             "non-loopback address, when set, the only ones (DNS-rebinding guard)",
     "server.metrics_namespaces": "`GET /metrics` counts memories per namespace (`user_id` label) for every scrape, "
                                  "not only for an admin key",
+    "server.log_format": "`memfold serve`'s log on stderr, one access line per request (method, path, status, "
+                         "milliseconds, key id): `text` or `json` (one JSON object per line)",
     "cache.backend": "`memory` (in process) · `redis` (shared by processes and machines; "
                      "`pip install 'memfold[redis]'`) · `off`",
     "cache.url": "redis: `redis://127.0.0.1:6379/0`",
@@ -85,6 +90,15 @@ MEANINGS = {
     "cache.hot_size": "the hot set: most accessed memories per namespace",
     "cache.timeout": "redis: seconds a call may take before Redis counts as unavailable",
     "cache.retry_after": "redis: seconds the cache is skipped after a failure",
+    "maintenance.background": "`false`: no process runs maintenance by itself, `memfold serve` included; only "
+                              "`memfold maintain` (from cron, for instance) does",
+    "maintenance.interval_minutes": "`memfold mcp`, `memfold chat`, a Python `Memory` kept open: look for due jobs "
+                                    "every N minutes (0 = never)",
+    "maintenance.first_run_seconds": "the first look this long after the process started; a one-shot command "
+                                     "(`memfold add`, `memfold search`) has exited by then and never runs a job",
+    "maintenance.pause_seconds": "rest between two namespaces of a background run (keeps its share of the CPU small)",
+    "maintenance.job_seconds": "time budget of a background job: past it the job stops between two steps and the "
+                               "rest waits for the next run",
     "memory.enabled": "memory on/off: `false` = nothing read, injected or written, no tools offered; per user with "
                       "`memfold memory off --user U`",
     "memory.retrieve_limit": "memories returned by a query",
@@ -131,9 +145,16 @@ MEANINGS = {
                         "stored returns nothing (0 = no floor; its cost in recall is in [Benchmarks](../benchmarks.md))",
     "memory.backup_keep": "backups of `MEMORY.md` kept per user",
     "memory.backup_max_age_days": "backups older than this many days are deleted (0 = no age limit)",
+    "memory.usage_max_entries": "searches kept in the usage record (the redacted query, its time, the ids it "
+                                "returned; see [Skills, relations and usage](../skills-relations-usage.md)); the "
+                                "oldest go first; 0 = nothing recorded",
+    "memory.usage_max_age_days": "usage record entries older than this many days are deleted (0 = no age limit)",
     "memory.context_window": "tokens the chat model accepts (session triggers, context budget)",
     "memory.token_encoding": "tokenizer for exact counts: `o200k_base`, `cl100k_base`, `o200k_harmony`, `qwen3.5`",
-    "memory.old_memory_days": "`memfold maintain` compresses memories not accessed for this many days (0 = never)",
+    "memory.old_memory_merge_days": "first stage of old-memory compression: similar memories not accessed for this "
+                                    "many days are merged into fewer (repeats dropped; 0 = no first stage)",
+    "memory.old_memory_days": "second stage: memories not accessed for this many days are compressed harder, their "
+                              "words listed in `archive.md` (0 = no old-memory compression at all)",
     "memory.old_memory_access_below": "… and accessed fewer times than this",
     "memory.memory_tidy_percent": "the \"tidy your memory\" instruction is injected once the memory section reaches "
                                   "this share of `memory_char_limit`",

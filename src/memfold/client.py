@@ -3,10 +3,12 @@
 The same method names and result types as ``Memory`` (``AddResult``, ``SearchHit``,
 ``MemoryRecord``, ``HistoryEntry``); the server's error body ``{"error": {code, message, field}}``
 becomes the matching memfold error (``NotFoundError``, ``InvalidInputError``, ``SecretRefusedError``,
-``AuthenticationError``, …). One connection pool per client (keep-alive), a timeout on every
-request, and retries with exponential backoff inside the transport: a refused or dropped
-connection and a 503 are tried again (``retries`` times; a dropped connection only for requests
-that change nothing twice, GET/DELETE, or that never reached the server)."""
+``AuthenticationError``, …; a 422's every problem is in the error's ``problems``). The server answers
+lists a page at a time (``{"results", "next"}``); the client follows the pages, so a list comes
+whole. One connection pool per client (keep-alive), a timeout on every request, and retries with
+exponential backoff inside the transport: a refused or dropped connection and a 503 are tried
+again (``retries`` times; a dropped connection only for requests that change nothing twice,
+GET/DELETE, or that never reached the server)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -30,7 +32,7 @@ RETRY_STATUS = frozenset({503})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "PUT"})  # the same effect when sent twice
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)  # the request never reached a server
 _DROPPED = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
-PAGE = 1000  # rows per request of a listing the client pages through (the server's bound)
+PAGE = 1000  # rows per request of a listing the client pages through (the server's bound on `limit`)
 
 _BY_CODE: dict[str, type[e.MemfoldError]] = {
     "not_found": e.NotFoundError, "memory_off": e.MemoryOffError, "too_long": e.TooLongError,
@@ -132,6 +134,12 @@ class _Call:
     parse: Callable[[Any], Any]
     params: dict[str, Any] | None = None
     body: Any = None
+    every_page: bool = False  # a listing read to its end: the server's pages (``next``) followed
+
+    def after(self, cursor: str) -> "_Call":
+        """The same request for the page after ``cursor``."""
+        params = {k: v for k, v in (self.params or {}).items() if k != "offset"}  # the cursor says where
+        return replace(self, params={**params, "cursor": cursor})
 
 
 def _record(d: dict[str, Any]) -> MemoryRecord:
@@ -139,8 +147,10 @@ def _record(d: dict[str, Any]) -> MemoryRecord:
 
 
 def _hit(d: dict[str, Any]) -> SearchHit:
+    rel = d.get("related")
     return SearchHit(_record(d), float(d.get("score", 0.0)), float(d.get("similarity", 0.0)),
-                     relevance=float(d.get("relevance", 1.0)))
+                     relevance=float(d.get("relevance", 1.0)),
+                     related=tuple(dict(x) for x in rel) if isinstance(rel, list) else None)
 
 
 def _entry(d: dict[str, Any]) -> HistoryEntry:
@@ -150,14 +160,16 @@ def _entry(d: dict[str, Any]) -> HistoryEntry:
                         new_content=d.get("new_content"), detail=dict(d.get("detail") or {}))
 
 
-def _items(body: Any, *keys: str) -> list[Any]:
-    """The list of a listing answer: a bare list, or the list under one of ``keys`` / ``results``."""
-    if isinstance(body, list):
-        return body
-    for k in (*keys, "results"):
-        if isinstance(body, dict) and isinstance(body.get(k), list):
-            return list(body[k])
+def _items(body: Any) -> list[Any]:
+    """The list of a listing answer (``{"results": [...], "next": …}``)."""
+    if isinstance(body, dict) and isinstance(body.get("results"), list):
+        return list(body["results"])
     raise e.ApiError(f"unexpected answer from the server: {str(body)[:200]}")
+
+
+def _next(body: Any) -> str | None:
+    cursor = body.get("next") if isinstance(body, dict) else None
+    return cursor if isinstance(cursor, str) and cursor else None
 
 
 def _add_result(d: dict[str, Any]) -> AddResult:
@@ -200,10 +212,12 @@ class _Requests:
                      {"text": text, "note": True})
 
     def search(self, query: str, user_id: str | None, limit: int | None, memory_type: Any,
-               include_episodic: bool, filters: dict[str, Any] | None) -> _Call:
+               include_episodic: bool, filters: dict[str, Any] | None, related: bool = False) -> _Call:
         body = _clean({"query": query, "limit": limit, "memory_type": _kind(memory_type), "filters": filters})
         body["include_episodic"] = include_episodic
-        return _Call("POST", "/v1/memories/search", lambda b: [_hit(x) for x in _items(b, "hits")],
+        if related:
+            body["related"] = True
+        return _Call("POST", "/v1/memories/search", lambda b: [_hit(x) for x in _items(b)],
                      self._q(user_id), body)
 
     def get(self, memory_id: str, user_id: str | None) -> _Call:
@@ -211,12 +225,15 @@ class _Requests:
 
     def get_all(self, user_id: str | None, memory_type: Any, include_archived: bool, include_episodic: bool,
                 limit: int | None, offset: int, filters: dict[str, Any] | None) -> _Call:
+        """One page of ``limit`` memories after ``offset``; every memory from ``offset`` on when
+        ``limit`` is None."""
         import json
 
-        params = self._q(user_id, memory_type=_kind(memory_type), limit=limit, offset=offset or None,
-                         filters=json.dumps(filters) if filters else None)
+        params = self._q(user_id, memory_type=_kind(memory_type), limit=PAGE if limit is None else limit,
+                         offset=offset or None, filters=json.dumps(filters) if filters else None)
         params.update(include_archived=str(include_archived).lower(), include_episodic=str(include_episodic).lower())
-        return _Call("GET", "/v1/memories", lambda b: [_record(x) for x in _items(b, "memories")], params)
+        return _Call("GET", "/v1/memories", lambda b: [_record(x) for x in _items(b)], params,
+                     every_page=limit is None)
 
     def update(self, memory_id: str, user_id: str | None, content: str | None, importance: float | None,
                memory_type: Any, structured_data: dict[str, Any] | None) -> _Call:
@@ -228,15 +245,15 @@ class _Requests:
         return _Call("DELETE", f"/v1/memories/{_seg(memory_id)}", _record, self._q(user_id))
 
     def forget(self, query_or_id: str, user_id: str | None, dry_run: bool) -> _Call:
-        return _Call("POST", "/v1/memories/forget", lambda b: [_record(x) for x in _items(b, "memories")],
+        return _Call("POST", "/v1/memories/forget", lambda b: [_record(x) for x in _items(b)],
                      self._q(user_id), {"query": query_or_id, "dry_run": dry_run})
 
     def history(self, memory_id: str, user_id: str | None) -> _Call:
         return _Call("GET", f"/v1/memories/{_seg(memory_id)}/history", lambda b: [_entry(x) for x in _items(b)],
-                     self._q(user_id))
+                     self._q(user_id, limit=PAGE), every_page=True)
 
     def export(self, user_id: str | None) -> _Call:
-        return _Call("GET", "/v1/export", lambda b: _items(b, "records"), self._q(user_id))
+        return _Call("GET", "/v1/export", _items, self._q(user_id, limit=PAGE), every_page=True)
 
     def import_records(self, records: Sequence[dict[str, Any]]) -> _Call:
         return _Call("POST", "/v1/import", lambda b: int(b["imported"]), None, {"records": list(records)})
@@ -250,7 +267,7 @@ class _Requests:
     def build_context(self, user_message: str, user_id: str | None, session_id: str | None, agent_id: str | None,
                       base_prompt: str | None) -> _Call:
         path = f"/v1/sessions/{_seg(session_id)}/context" if session_id else "/v1/context"
-        return _Call("POST", path, lambda b: list(_items(b, "messages")), self._q(user_id),
+        return _Call("POST", path, lambda b: list(b["messages"]), self._q(user_id),
                      _clean({"user_message": user_message, "agent_id": agent_id, "base_prompt": base_prompt}))
 
     def whoami(self) -> _Call:
@@ -277,14 +294,18 @@ def _raise_for(response: httpx.Response) -> None:
     code = str(err.get("code") or "")
     message = str(err.get("message") or f"HTTP {response.status_code} from {response.request.url}")
     field = err.get("field")
+    problems = err.get("problems") if isinstance(err.get("problems"), list) else []
     cls = _BY_CODE.get(code)
     if cls is None:
         cls = {401: e.AuthenticationError, 403: e.PermissionDeniedError, 404: e.NotFoundError,
                503: e.ServerUnavailableError}.get(response.status_code, e.ApiError)
     if issubclass(cls, e.ApiError):
-        raise cls(message, response.status_code, code, field)
+        api = cls(message, response.status_code, code, field)
+        api.problems = problems  # type: ignore[attr-defined]
+        raise api
     exc = cls(message, "no_match") if issubclass(cls, e.TextMatchError) else cls(message)
     exc.status, exc.code, exc.field = response.status_code, code, field  # type: ignore[attr-defined]
+    exc.problems = problems  # type: ignore[attr-defined]  # a 422: every problem, as [{"field", "message"}]
     raise exc
 
 
@@ -313,14 +334,24 @@ class Client:
                                   transport=RetryTransport(transport, retries=retries, backoff=backoff,
                                                            max_wait=max_wait))
 
-    def _do(self, call: _Call) -> Any:
+    def _send(self, call: _Call) -> Any:
         try:
             response = self._http.request(call.method, call.path, params=call.params, json=call.body)
         except httpx.TransportError as exc:
             raise _unreachable(self.base_url, exc) from exc
         if response.status_code >= 400:
             _raise_for(response)
-        return call.parse(response.json())
+        return response.json()
+
+    def _do(self, call: _Call) -> Any:
+        body = self._send(call)
+        if call.every_page:
+            rows, cursor = _items(body), _next(body)
+            while cursor:
+                body = self._send(call.after(cursor))
+                rows, cursor = rows + _items(body), _next(body)
+            body = {"results": rows, "next": None}
+        return call.parse(body)
 
     def close(self) -> None:
         """Close the connections."""
@@ -345,9 +376,10 @@ class Client:
         return self._do(self._r.add_note(text, user_id))
 
     def search(self, query: str, user_id: str | None = None, *, limit: int | None = None, memory_type: Any = None,
-               include_episodic: bool = True, filters: dict[str, Any] | None = None) -> list[SearchHit]:
-        """``Memory.search``: ranked hits."""
-        return self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters))
+               include_episodic: bool = True, filters: dict[str, Any] | None = None,
+               related: bool = False) -> list[SearchHit]:
+        """``Memory.search``: ranked hits (``related=True``: each with its related memories)."""
+        return self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters, related))
 
     def get(self, memory_id: str, user_id: str | None = None) -> MemoryRecord:
         """``Memory.get``: one memory (``NotFoundError`` when there is none)."""
@@ -358,16 +390,8 @@ class Client:
                 filters: dict[str, Any] | None = None) -> list[MemoryRecord]:
         """``Memory.get_all``: the namespace's memories, paged by ``limit`` / ``offset`` (every one
         when ``limit`` is None: the client pages through them)."""
-        if limit is not None:
-            return self._do(self._r.get_all(user_id, memory_type, include_archived, include_episodic, limit, offset,
-                                            filters))
-        out: list[MemoryRecord] = []
-        while True:
-            page = self._do(self._r.get_all(user_id, memory_type, include_archived, include_episodic, PAGE,
-                                            offset + len(out), filters))
-            out += page
-            if len(page) < PAGE:
-                return out
+        return self._do(self._r.get_all(user_id, memory_type, include_archived, include_episodic, limit, offset,
+                                        filters))
 
     def update(self, memory_id: str, user_id: str | None = None, *, content: str | None = None,
                importance: float | None = None, memory_type: Any = None,
@@ -448,14 +472,24 @@ class AsyncClient:
                                        transport=AsyncRetryTransport(transport, retries=retries, backoff=backoff,
                                                                      max_wait=max_wait))
 
-    async def _do(self, call: _Call) -> Any:
+    async def _send(self, call: _Call) -> Any:
         try:
             response = await self._http.request(call.method, call.path, params=call.params, json=call.body)
         except httpx.TransportError as exc:
             raise _unreachable(self.base_url, exc) from exc
         if response.status_code >= 400:
             _raise_for(response)
-        return call.parse(response.json())
+        return response.json()
+
+    async def _do(self, call: _Call) -> Any:
+        body = await self._send(call)
+        if call.every_page:
+            rows, cursor = _items(body), _next(body)
+            while cursor:
+                body = await self._send(call.after(cursor))
+                rows, cursor = rows + _items(body), _next(body)
+            body = {"results": rows, "next": None}
+        return call.parse(body)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -481,9 +515,9 @@ class AsyncClient:
 
     async def search(self, query: str, user_id: str | None = None, *, limit: int | None = None,
                      memory_type: Any = None, include_episodic: bool = True,
-                     filters: dict[str, Any] | None = None) -> list[SearchHit]:
+                     filters: dict[str, Any] | None = None, related: bool = False) -> list[SearchHit]:
         """``Memory.search``."""
-        return await self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters))
+        return await self._do(self._r.search(query, user_id, limit, memory_type, include_episodic, filters, related))
 
     async def get(self, memory_id: str, user_id: str | None = None) -> MemoryRecord:
         """``Memory.get``."""
@@ -493,16 +527,8 @@ class AsyncClient:
                       include_episodic: bool = True, limit: int | None = None, offset: int = 0,
                       filters: dict[str, Any] | None = None) -> list[MemoryRecord]:
         """``Memory.get_all`` (every memory when ``limit`` is None: the client pages through them)."""
-        if limit is not None:
-            return await self._do(self._r.get_all(user_id, memory_type, include_archived, include_episodic, limit,
-                                                  offset, filters))
-        out: list[MemoryRecord] = []
-        while True:
-            page = await self._do(self._r.get_all(user_id, memory_type, include_archived, include_episodic, PAGE,
-                                                  offset + len(out), filters))
-            out += page
-            if len(page) < PAGE:
-                return out
+        return await self._do(self._r.get_all(user_id, memory_type, include_archived, include_episodic, limit,
+                                              offset, filters))
 
     async def update(self, memory_id: str, user_id: str | None = None, *, content: str | None = None,
                      importance: float | None = None, memory_type: Any = None,

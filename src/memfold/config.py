@@ -92,6 +92,19 @@ class ServerSettings:
     # loopback address; on another address, when set, the only Host names it answers (DNS-rebinding guard)
     allowed_hosts: str = ""
     metrics_namespaces: bool = False  # GET /metrics labels counts by namespace for every scrape (else: admin key only)
+    log_format: str = "text"  # memfold serve's log on stderr (one access line per request): text | json
+
+
+@dataclass(frozen=True)
+class MaintenanceSettings:
+    """Maintenance in the background of a long-lived process (``memfold mcp``, ``memfold chat``, a
+    library ``Memory`` kept open; ``memfold serve`` runs every ``[server] maintenance_interval_minutes``)."""
+
+    background: bool = True  # false: no process runs maintenance by itself (only `memfold maintain`)
+    interval_minutes: float = 60.0  # mcp, chat, a library Memory: look for due jobs every N minutes
+    first_run_seconds: float = 60.0  # the first look this long after the process started (one-shot commands are gone by then)
+    pause_seconds: float = 2.0  # rest between two namespaces of a background run
+    job_seconds: float = 120.0  # a background job stops between steps past this time; the rest waits for the next run
 
 
 @dataclass(frozen=True)
@@ -103,6 +116,7 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -116,7 +130,7 @@ class Settings:
 
 
 SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings,
-            "cache": CacheSettings}
+            "cache": CacheSettings, "maintenance": MaintenanceSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -260,11 +274,22 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
         llm=_implied_provider(llm, sources["llm"]),
         server=_section(ServerSettings, merged["server"], sources["server"]),
         cache=_section(CacheSettings, merged["cache"], sources["cache"]),
+        maintenance=_maintenance(_section(MaintenanceSettings, merged["maintenance"], sources["maintenance"]),
+                                 sources["maintenance"]),
         memory=merged["memory"],
         memory_sources=sources["memory"],
     )
     settings.base_policy()  # validate now, with the key's name in the error
     return settings
+
+
+def _maintenance(m: MaintenanceSettings, sources: Mapping[str, str]) -> MaintenanceSettings:
+    for key in ("interval_minutes", "first_run_seconds", "pause_seconds", "job_seconds"):
+        value = getattr(m, key)
+        if not value >= 0 or value > 10_000_000:  # NaN fails the first test
+            raise ConfigError(f"setting {key!r} in {sources.get(key, 'the settings')} must be between 0 and "
+                              f"10000000, got {value!r}")
+    return m
 
 
 def _implied_provider(llm: LLMSettings, sources: Mapping[str, str]) -> LLMSettings:

@@ -41,16 +41,21 @@ STRUCTURED_DEPTH = Bound("structured_data", 32, "levels", "nesting of structured
                          size_bound=False)
 SOURCE_IDS = Bound("source_ids", 100, "ids", "source ids given to one add call")
 ID = Bound("id", 256, "characters", "an id given by a caller (memory, agent, session, source id)")
-RESULTS = Bound("limit", 1_000, "results", "`limit` of search and of listing memories", size_bound=False)
+RESULTS = Bound("limit", 1_000, "results", "`limit` of search and of every list (one HTTP page)", size_bound=False)
 TOOL_RESULTS = Bound("limit", 50, "results", "`limit` of the memory_search tool (what a model may ask for)",
                      size_bound=False)
 TOOL_ARGUMENTS = Bound("arguments", 100_000, "characters", "the raw JSON arguments of one tool call")
 TOOL_PATH = Bound("path", 300, "characters", "a file path given to a tool")
 TOOL_SECTION = Bound("section", 200, "characters", "a section heading given to memory_read")
 WRITE_LINES = Bound("content", 50, "lines", "new memories one write_file tool call may add")
+SKILL_STEPS = Bound("steps", 50, "steps", "the steps of one skill")
+SKILL_TOOLS = Bound("tools", 20, "tools", "the tools one skill names")
+SKILL_FIELD = Bound("name", 500, "characters", "one field of a skill (its name, when to use, one step, one tool, "
+                    "its outcome)")
 
 TABLE: tuple[Bound, ...] = (CONTENT, QUERY, MESSAGE, MESSAGES, STRUCTURED_BYTES, STRUCTURED_DEPTH, SOURCE_IDS, ID,
-                            RESULTS, TOOL_RESULTS, TOOL_ARGUMENTS, TOOL_PATH, TOOL_SECTION, WRITE_LINES)
+                            RESULTS, TOOL_RESULTS, TOOL_ARGUMENTS, TOOL_PATH, TOOL_SECTION, WRITE_LINES,
+                            SKILL_STEPS, SKILL_TOOLS, SKILL_FIELD)
 
 # the names the rest of the code imports
 MAX_CONTENT_CHARS = CONTENT.limit

@@ -153,10 +153,14 @@ class SearchHit:
     keyword_score: float = 0.0
     vector_score: float = 0.0
     relevance: float = 1.0  # calibrated, absolute (engine/relevance.py); hits below min_score are dropped
+    # search(related=True): the memories related to this one (relation, direction, strength, id, content)
+    related: tuple[dict[str, Any], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = self.record.to_dict()
         d.update(score=round(self.score, 6), similarity=round(self.similarity, 6), relevance=round(self.relevance, 4))
+        if self.related is not None:
+            d["related"] = [dict(r) for r in self.related]
         return d
 
 

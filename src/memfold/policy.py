@@ -44,10 +44,13 @@ class Policy:
     min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
+    usage_max_entries: int = 1000  # searches kept in the usage record (query, time, ids); 0 = none recorded
+    usage_max_age_days: int = 90  # usage record entries older than this are deleted (0 = no age limit)
     context_window: int = 32768  # tokens the chat model accepts (sessions and build_context fit in it)
     token_encoding: str = "o200k_base"  # toktok encoding used to count tokens
     # maintenance (memfold maintain): old-memory compression and the "tidy your memory" instruction
-    old_memory_days: int = 90  # memories not accessed for this many days may be compressed (0 = never)
+    old_memory_merge_days: int = 30  # first stage: similar memories not accessed for this many days are merged (0 = off)
+    old_memory_days: int = 90  # second stage: memories not accessed for this many days are compressed harder (0 = never)
     old_memory_access_below: int = 5  # ... when accessed fewer times than this
     memory_tidy_percent: int = 80  # the tidy instruction is injected from this share of memory_char_limit
 
@@ -98,8 +101,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "word_match_weight": (0.0, 1.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
+    "usage_max_entries": (0, 1_000_000),
+    "usage_max_age_days": (0, 36_500),
     "context_window": (512, 10_000_000),
     "old_memory_days": (0, 36_500),
+    "old_memory_merge_days": (0, 36_500),
     "old_memory_access_below": (1, 1_000_000),
     "memory_tidy_percent": (1, 100),
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
@@ -198,3 +198,33 @@ def test_a_second_handle_sees_every_change(make_index) -> None:  # type: ignore[
     assert [m for m, _ in b.keyword_search("alice", ["kiwi"], 5)] == ["m3"]
     b.upsert([item(rec("m1", "kiwi one again"), unit(1, 0))])
     assert a.vector_search("alice", unit(1, 0), 1)[0][0] == "m1"
+
+
+def test_remove_relation_of_one_kind_or_every_kind(index: Index) -> None:
+    index.upsert([item(rec(f"m{i}", f"kiwi number {i}"), unit(1, i)) for i in range(3)])
+    index.add_relation("alice", "m0", "m1", "supports", 0.7)
+    index.add_relation("alice", "m0", "m1", "refines", 0.5)
+    index.add_relation("alice", "m2", "m1", "supports", 0.4)
+    assert index.remove_relation("bob", "m0", "m1") == 0  # another namespace's: untouched
+    assert index.remove_relation("alice", "m0", "m1", "contradicts") == 0
+    assert index.remove_relation("alice", "m0", "m1", "supports") == 1
+    assert sorted((x["source_id"], x["relation"]) for x in index.relations("alice", "m1")) == [
+        ("m0", "refines"), ("m2", "supports")]
+    assert index.remove_relation("alice", "m0", "m1") == 1
+    assert [x["source_id"] for x in index.relations("alice", "m1")] == ["m2"]
+
+
+def test_usage_record_bounded_and_forgotten(index: Index) -> None:
+    for i in range(5):
+        index.log_usage("alice", T0 + timedelta(minutes=i), f"query {i}", [f"m{i}", "m9"] if i % 2 else [], 3, None)
+    index.log_usage("bob", T0, "bob's query", ["m1"], 3, None)
+    got = index.usage("alice", 10)
+    assert [r["query"] for r in got] == ["query 4", "query 3", "query 2"]  # the newest 3 kept
+    assert got[1]["ids"] == ["m3", "m9"] and got[0]["ids"] == []
+    assert datetime.fromisoformat(got[0]["at"]) == T0 + timedelta(minutes=4)
+    index.log_usage("alice", T0 + timedelta(days=10), "query 5", [], 3, T0 + timedelta(minutes=3))
+    assert [r["query"] for r in index.usage("alice", 10)] == ["query 5", "query 4", "query 3"]  # older than since: gone
+    assert index.forget_usage("alice", ["m3"]) == 1
+    assert index.forget_usage("alice", [], ["QUERY 5"]) == 1  # a query holding the words, any case
+    assert [r["query"] for r in index.usage("alice", 10)] == ["query 4"]
+    assert index.forget_usage("alice", ["m9"], []) == 0 and index.usage("bob", 10)[0]["ids"] == ["m1"]

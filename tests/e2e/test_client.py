@@ -157,7 +157,7 @@ def test_503_is_retried_with_backoff_honouring_retry_after():
     answers = [httpx.Response(503, headers={"Retry-After": "0"}, json={"error": {"code": "index_unavailable",
                                                                                  "message": "busy", "field": None}}),
                httpx.Response(503, json={"error": {"code": "index_unavailable", "message": "busy", "field": None}}),
-               httpx.Response(200, json={"memories": [], "limit": 5, "offset": 0})]
+               httpx.Response(200, json={"results": [], "next": None})]
     waits: list[float] = []
     transport = RetryTransport(httpx.MockTransport(lambda request: answers.pop(0)), retries=3, backoff=0.5,
                                sleep=waits.append)
@@ -214,7 +214,7 @@ def test_the_namespace_in_the_body_and_every_validation_problem_named(srv):
     with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
         r = http.post("/v1/memories", json={"text": "Bob likes jazz", "user_id": "bob"})
         assert r.status_code == 200 and r.json()["added"][0]["user_id"] == "bob"
-        hits = http.post("/v1/memories/search", json={"query": "jazz", "user_id": "bob"}).json()
+        hits = http.post("/v1/memories/search", json={"query": "jazz", "user_id": "bob"}).json()["results"]
         assert hits[0]["content"] == "Bob likes jazz"
         assert http.post("/v1/context", json={"user_message": "music?", "user_id": "bob"}).status_code == 200
         clash = http.post("/v1/memories/search", params={"user_id": "alice"}, json={"query": "jazz", "user_id": "bob"})
@@ -222,3 +222,28 @@ def test_the_namespace_in_the_body_and_every_validation_problem_named(srv):
         r = http.post("/v1/memories", json={"text": "a", "importance": "high", "infer": "maybe", "colour": 1})
         message = r.json()["error"]["message"]
         assert r.status_code == 422 and all(f in message for f in ("importance", "infer", "colour")), message
+
+
+def test_lists_come_whole_through_the_servers_pages(srv, mem: Memory, monkeypatch):
+    """The server answers lists a page at a time (``{"results", "next"}``); the client follows
+    ``next`` so that ``get_all``, ``export`` and ``history`` return what ``Memory`` returns."""
+    import memfold.client as client_mod
+
+    monkeypatch.setattr(client_mod, "PAGE", 2)  # pages of two rows: every list spans several
+    key = srv.keys.create(["alice"], "write")[0]
+    with Client(srv.url, key, user_id="alice") as c, Counting() as counting:
+        for t in ("I like oolong tea", "I live in Lyon", "我喜欢喝乌龙茶", "My sister Lena is a nurse", "I play cello"):
+            c.add(t)
+        first = c.get_all()[0]
+        for n in range(4):
+            c.update(first.id, importance=0.1 + n / 10)
+        paged = Client(srv.url, key, user_id="alice", transport=counting)
+        assert [r.id for r in paged.get_all()] == [r.id for r in mem.get_all("alice")]
+        assert sorted(r["id"] for r in paged.export()) == sorted(r["id"] for r in mem.export("alice"))
+        assert [h.action for h in paged.history(first.id)] == [h.action for h in mem.history(first.id, "alice")]
+        assert [r.id for r in paged.get_all(limit=2, offset=1)] == [r.id for r in mem.get_all("alice")][1:3]
+        paged.close()
+    assert counting.sent.count("GET /v1/memories") >= 3 and counting.sent.count("GET /v1/export") >= 3
+    with Client(srv.url, key) as c, pytest.raises(InvalidInputError) as caught:
+        c.search("tea", "alice", limit=0)
+    assert [p["field"] for p in caught.value.problems] == ["limit"]  # type: ignore[attr-defined]

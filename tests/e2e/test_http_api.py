@@ -40,7 +40,8 @@ def key_for(srv, *users: str, scope: str = "write") -> str:
 def err(r: httpx.Response, status: int, code: str) -> dict:
     assert r.status_code == status, r.text
     body = r.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "field"}, body
+    keys = {"code", "message", "field"} | ({"problems"} if status == 422 else set())  # a 422 lists every problem
+    assert set(body) == {"error"} and set(body["error"]) == keys, body
     assert body["error"]["code"] == code, body
     assert "Traceback" not in r.text
     return body["error"]
@@ -74,11 +75,11 @@ def test_memories_every_route(srv, root: Path):
     assert r.status_code == 200 and r.json()["added"], r.text
     note = c.post("/v1/memories", json={"text": "met the plumber today", "note": True}).json()["added"][0]
     assert note["file"].startswith("memory/")
-    hits = c.post("/v1/memories/search", json={"query": "乌龙茶"}).json()
+    hits = c.post("/v1/memories/search", json={"query": "乌龙茶"}).json()["results"]
     assert hits[0]["id"] == tea["id"] and hits[0]["score"] > 0
-    listed = c.get("/v1/memories", params={"include_episodic": "false"}).json()["memories"]
+    listed = c.get("/v1/memories", params={"include_episodic": "false"}).json()["results"]
     assert {tea["id"], note["id"]} <= {m["id"] for m in listed} and all(m["file"] for m in listed)
-    assert c.get("/v1/memories", params={"memory_type": "note"}).json()["memories"][0]["id"] == note["id"]
+    assert c.get("/v1/memories", params={"memory_type": "note"}).json()["results"][0]["id"] == note["id"]
     assert c.get(f"/v1/memories/{tea['id']}").json()["content"] == tea["content"]
     assert "乌龙茶" in c.get("/v1/memory-md").json()["text"]
 
@@ -86,18 +87,18 @@ def test_memories_every_route(srv, root: Path):
     assert r.status_code == 200 and r.json()["importance"] == 0.9
     on_disk = (root / "alice" / "MEMORY.md").read_text(encoding="utf-8")
     assert "普洱茶" in on_disk and "乌龙茶" not in on_disk
-    actions = [e["action"] for e in c.get(f"/v1/memories/{tea['id']}/history").json()]
+    actions = [e["action"] for e in c.get(f"/v1/memories/{tea['id']}/history").json()["results"]]
     assert actions[0] == "add" and "update" in actions
 
-    exported = c.get("/v1/export").json()["records"]
+    exported = c.get("/v1/export").json()["results"]
     assert tea["id"] in {r["id"] for r in exported}
 
     preview = c.post("/v1/memories/forget", json={"query": "Lantern Bakery", "dry_run": True}).json()
-    assert preview["dry_run"] and preview["memories"]
-    assert c.post("/v1/memories/search", json={"query": "Lantern Bakery"}).json()  # dry run: nothing deleted
-    gone = c.post("/v1/memories/forget", json={"query": "Lantern Bakery"}).json()["memories"]
-    assert {m["id"] for m in gone} == {m["id"] for m in preview["memories"]}
-    assert not [h for h in c.post("/v1/memories/search", json={"query": "Lantern Bakery"}).json()
+    assert preview["dry_run"] and preview["results"] and preview["next"] is None
+    assert c.post("/v1/memories/search", json={"query": "Lantern Bakery"}).json()["results"]  # dry run: nothing deleted
+    gone = c.post("/v1/memories/forget", json={"query": "Lantern Bakery"}).json()["results"]
+    assert {m["id"] for m in gone} == {m["id"] for m in preview["results"]}
+    assert not [h for h in c.post("/v1/memories/search", json={"query": "Lantern Bakery"}).json()["results"]
                 if "Lantern" in h["content"]]
 
     deleted = c.delete(f"/v1/memories/{tea['id']}").json()
@@ -129,18 +130,18 @@ def test_sessions_context_and_pins(srv):
     assert s["summarized"] and s["reason"] == "manual" and s["folded"] == 1
     view = c.get("/v1/sessions/s1").json()
     assert view["summary"] and len(view["messages"]) == 4 and view["info"]["folds"] == 1
-    assert c.get("/v1/sessions").json() == {"sessions": ["s1"]}
+    assert c.get("/v1/sessions").json() == {"results": ["s1"], "next": None}
 
     c.post("/v1/memories", json={"text": "My dentist is Dr. Okafor", "agent_id": "helper"})
     assert c.get("/v1/pins/helper").json()["recent_memories"] == ["My dentist is Dr. Okafor"]
     # the folded session messages ("我在准备…马拉松训练" is a plan) were saved too, with their own pin list
-    assert "helper" in [a["agent_id"] for a in c.get("/v1/pins").json()["agents"]]
+    assert "helper" in [a["agent_id"] for a in c.get("/v1/pins").json()["results"]]
     ctx = c.post("/v1/sessions/s1/context", json={"user_message": "who is my dentist?"}).json()["messages"]
     assert ctx[0]["role"] == "system" and "Okafor" in ctx[0]["content"] and ctx[-1]["content"] == "who is my dentist?"
     plain = c.post("/v1/context", json={"user_message": "dentist?", "agent_id": "helper"}).json()["messages"]
     assert "Okafor" in plain[0]["content"]
 
-    assert c.delete("/v1/sessions/s1").json() == {"sessions": []}
+    assert c.delete("/v1/sessions/s1").json() == {"results": [], "next": None}
     err(c.get("/v1/sessions/s1"), 404, "not_found")
     err(c.post("/v1/sessions/nope/summarize"), 404, "not_found")
 
@@ -207,8 +208,9 @@ def test_isolation_between_keys_and_users(srv):
     err(bob.get(f"/v1/memories/{mine['id']}", params={"user_id": "alice"}), 403, "forbidden")
     err(bob.delete(f"/v1/memories/{mine['id']}", params={"user_id": "alice"}), 403, "forbidden")
     err(bob.patch(f"/v1/memories/{mine['id']}", json={"content": "x"}), 404, "not_found")
-    assert not [h for h in bob.post("/v1/memories/search", json={"query": "locker gym"}).json() if "locker" in h["content"]]
-    assert {r["user_id"] for r in bob.get("/v1/export").json()["records"]} == {"bob"}
+    found = bob.post("/v1/memories/search", json={"query": "locker gym"}).json()["results"]
+    assert not [h for h in found if "locker" in h["content"]]
+    assert {r["user_id"] for r in bob.get("/v1/export").json()["results"]} == {"bob"}
     err(bob.post("/v1/import", json={"records": [{**mine, "content": "hijacked"}]}), 403, "forbidden")
     assert a1.get(f"/v1/memories/{mine['id']}").json()["content"] == mine["content"]
     assert admin.get(f"/v1/memories/{mine['id']}", params={"user_id": "alice"}).status_code == 200
@@ -244,7 +246,7 @@ def test_tools_over_http_give_the_tools_layer_results(srv):
     from memfold.tools import TOOLS, call
 
     c = client(srv, key_for(srv, "alice"))
-    listed = c.get("/v1/tools", params={"language": "zh"}).json()["tools"]
+    listed = c.get("/v1/tools", params={"language": "zh"}).json()["results"]
     assert [t["function"]["name"] for t in listed] == list(TOOLS)
     r = c.post("/v1/tools/memory_append", params={"agent_id": "coder"}, json={"content": "我的猫叫团子"})
     assert r.status_code == 200 and r.json()["ok"] and r.json()["stored"][0]["file"] == "MEMORY.md"

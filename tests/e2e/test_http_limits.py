@@ -47,7 +47,7 @@ def test_bounds_over_http(alice: httpx.Client, mem: Memory) -> None:
     _err(alice.post("/v1/memories", json={"text": "y" * (L.MAX_CONTENT_CHARS + 1)}), 413, "too_large", "text")
     _err(alice.post("/v1/memories", json={"text": "an agent", "agent_id": "a" * (L.MAX_ID_CHARS + 1)}), 413,
          "too_large", "agent_id")
-    rid = alice.get("/v1/memories").json()["memories"][0]["id"]
+    rid = alice.get("/v1/memories").json()["results"][0]["id"]
     _err(alice.patch(f"/v1/memories/{rid}", json={"structured_data": big}), 413, "too_large", "structured_data")
     r = alice.post("/v1/memories/search", json={"query": "bike", "limit": L.MAX_RESULTS + 1})
     assert r.status_code == 422 and r.json()["error"]["field"] == "limit"
@@ -56,7 +56,7 @@ def test_bounds_over_http(alice: httpx.Client, mem: Memory) -> None:
     r = alice.post("/v1/tools/memory_search", json={"query": "bike", "limit": L.MAX_TOOL_RESULTS + 1})
     assert r.status_code == 422 and r.json()["error"]["field"] == "limit"
     # nothing of the refused requests was stored
-    assert [m["content"] for m in alice.get("/v1/memories").json()["memories"]] == ["I keep my bike in the garage"]
+    assert [m["content"] for m in alice.get("/v1/memories").json()["results"]] == ["I keep my bike in the garage"]
     # the schema states the bounds
     schema = alice.get("/openapi.json").json()["components"]["schemas"]
     assert schema["AddMemoryRequest"]["properties"]["messages"]["maxItems"] == L.MAX_MESSAGES

@@ -28,12 +28,14 @@ class Ids:
     session: str = "s1"
     agent: str = "helper"
     exported: list[dict[str, Any]] = field(default_factory=list)
+    skill: str = ""
+    other: str = ""
 
 
 @dataclass(frozen=True)
 class Case:
     method: str
-    path: str  # with {memory_id}, {session_id}, {agent_id}, {name}
+    path: str  # with {memory_id}, {session_id}, {agent_id}, {skill_id}, {name}
     scope: str  # the lowest scope that may call it
     body: Callable[[Ids], Any] | None = None
     params: dict[str, str] = field(default_factory=dict)
@@ -50,7 +52,15 @@ def _tool_body(name: str) -> dict[str, Any]:
             "memory_edit": {"path": MD, "old_text": "green tea", "new_text": "white tea"},
             "memory_forget": {"query_or_id": "green tea"},
             "memory_read": {"path": MD},
-            "write_file": {"path": MD, "content": "- I collect stamps"}}[name]
+            "write_file": {"path": MD, "content": "- I collect stamps"}}.get(name) or {}
+
+
+def _tool_call(name: str, i: Ids) -> dict[str, Any]:
+    if name == "skill_success":
+        return {"memory_id": i.skill}
+    if name == "memory_relate":
+        return {"action": "add", "memory_id": i.other, "other_id": i.memory, "relation": "supports"}
+    return _tool_body(name)
 
 
 CASES = [
@@ -80,8 +90,16 @@ CASES = [
     Case("POST", "/v1/context", "read", lambda i: {"user_message": "what do I drink?"}),
     Case("GET", "/v1/pins", "read"),
     Case("GET", "/v1/pins/{agent_id}", "read"),
+    Case("GET", "/v1/skills", "read"),
+    Case("POST", "/v1/skills", "write", lambda i: {"name": "Water the plants", "steps": ["fill the can"]}),
+    Case("POST", "/v1/skills/{skill_id}/success", "write"),
+    Case("GET", "/v1/memories/{memory_id}/relations", "read"),
+    Case("POST", "/v1/relations", "write", lambda i: {"source_id": i.other, "target_id": i.memory,
+                                                      "relation": "supports"}),
+    Case("DELETE", "/v1/relations", "write", params={"source_id": "x1", "target_id": "x2"}),
+    Case("GET", "/v1/usage", "read"),
     Case("GET", "/v1/tools", "read"),
-    *[Case("POST", f"/v1/tools/{name}", "write" if tool.writes else "read", lambda i, n=name: _tool_body(n))
+    *[Case("POST", f"/v1/tools/{name}", "write" if tool.writes else "read", lambda i, n=name: _tool_call(n, i))
       for name, tool in TOOLS.items()],
 ]
 
@@ -113,7 +131,9 @@ def _fresh(mem: Memory) -> Ids:
     s = mem.session("s1", USER, "helper")
     for i in range(3):
         s.add_message("user", f"message {i} about my garden")
-    return Ids(rid, exported=[r for r in mem.export(USER) if r["id"] == rid])
+    skill = mem.add_skill("Brew green tea", USER, steps=["heat water to 80 °C", "steep two minutes"]).added[0].id
+    other = mem.add("My teapot is blue", USER, infer=False).added[0].id
+    return Ids(rid, exported=[r for r in mem.export(USER) if r["id"] == rid], skill=skill, other=other)
 
 
 def _state(mem: Memory, root_md: str) -> tuple[Any, ...]:
@@ -135,7 +155,7 @@ def test_the_table_names_every_route(served):
 def test_route_by_scope(served, case: Case, scope: str):
     s, mem, keys = served
     ids = _fresh(mem)
-    path = case.path.format(memory_id=ids.memory, session_id=ids.session, agent_id=ids.agent)
+    path = case.path.format(memory_id=ids.memory, session_id=ids.session, agent_id=ids.agent, skill_id=ids.skill)
     before = _state(mem, MD)
     with httpx.Client(base_url=s.url, headers={"Authorization": f"Bearer {keys[scope]}"}, timeout=120) as c:
         r = c.request(case.method, path, params={**case.params, "user_id": USER},
@@ -154,6 +174,6 @@ def test_no_key_is_401_on_every_route(served):
     s, mem, keys = served
     ids = _fresh(mem)
     for case in CASES:
-        path = case.path.format(memory_id=ids.memory, session_id=ids.session, agent_id=ids.agent)
+        path = case.path.format(memory_id=ids.memory, session_id=ids.session, agent_id=ids.agent, skill_id=ids.skill)
         r = httpx.request(case.method, s.url + path, json=case.body(ids) if case.body else None, timeout=60)
         assert r.status_code == 401, f"{case}: {r.status_code}"

@@ -268,3 +268,46 @@ def test_bad_arguments_are_refused_before_serving(tmp_path: Path) -> None:
         res = run_cli(tmp_path / "ws", "mcp", *args)
         assert res.returncode == 1 and res.stderr.startswith("error:") and words in res.stderr, res.stderr
         assert res.stdout == ""
+
+
+def test_a_running_server_compresses_a_due_namespace_in_the_background(tmp_path: Path, embedder) -> None:
+    """``memfold mcp`` left running: old memories of a namespace (another one than the server's) are
+    compressed by the server's own maintenance thread, no tool call waiting for it; with
+    ``[maintenance] background = false`` the same server changes nothing."""
+    from datetime import datetime, timedelta, timezone
+
+    from memfold.engine.records import new_id
+    from memfold.models import MemoryRecord, MemoryType
+
+    root = tmp_path / "ws"
+    at = datetime.now(timezone.utc) - timedelta(days=200)
+    old = ["The user drinks coffee: an espresso every morning before work",
+           "The user drinks coffee: a latte after lunch on weekdays",
+           "The user drinks coffee: a decaf in the evening when reading",
+           "The user drinks coffee: a cold brew on hot summer days"]
+    with Memory(root=root, embedder=embedder, background=False) as m:
+        m.import_records([MemoryRecord(id=new_id(), user_id="dora", memory_type=MemoryType.FACT, content=t,
+                                       created_at=at, updated_at=at).to_dict() for t in old])
+    memory_md = root / "dora" / "MEMORY.md"
+    before = memory_md.read_text(encoding="utf-8")
+    assert before.count("The user drinks coffee") == 4
+
+    async def served(background: bool, wait: float) -> None:
+        (root / "config.toml").write_text(f"[maintenance]\nbackground = {str(background).lower()}\n"
+                                          "first_run_seconds = 0.2\npause_seconds = 0\n", encoding="utf-8")
+        async with Client(_server(root, "--user", "alice")) as client:
+            err, res = await _call(client, "memory_search", {"query": "coffee"})  # alice's: nothing, at once
+            assert not err and res["results"] == []
+            end = time.monotonic() + wait
+            while time.monotonic() < end and memory_md.read_text(encoding="utf-8").count("drinks coffee") == 4:
+                await anyio.sleep(0.2)
+
+    anyio.run(served, False, 3.0)
+    assert memory_md.read_text(encoding="utf-8") == before  # switched off: nothing ran
+    anyio.run(served, True, 90.0)
+    after = memory_md.read_text(encoding="utf-8")
+    assert after.count("The user drinks coffee") == 1 and "latte after lunch" in after, after
+    assert "espresso every morning before work" in (root / "dora" / "archive.md").read_text(encoding="utf-8")
+    with Memory(root=root, embedder=embedder, background=False) as m:
+        state = m.index.get_state("dora", "maintenance", "compress_old_memories")
+        assert state and state["last_status"] == "done"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memfold.tools.registry import TOOLS
+
 from ..support.openai_server import Reply, ScriptedOpenAIServer, tool_call
 
 GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "agents.md").read_text(encoding="utf-8")
@@ -34,7 +36,7 @@ def test_the_readme_openai_loop_runs(tmp_path: Path, llm_server: ScriptedOpenAIS
     assert out.stdout.strip() == "Noted: you like green tea."
     assert "I like green tea" in (tmp_path / "ws" / "alice" / "MEMORY.md").read_text()
     reqs = llm_server.chat_requests()
-    assert len(reqs) == 3 and all(len(r["body"]["tools"]) == 7 for r in reqs)
+    assert len(reqs) == 3 and all(len(r["body"]["tools"]) == len(TOOLS) for r in reqs)
     errors = [json.loads(m["content"]) for m in reqs[1]["body"]["messages"] if m["role"] == "tool"]
     assert errors[0]["error"]["code"] == "invalid_argument"  # the broken call was answered, the loop went on
     assert "memory_append" in reqs[0]["body"]["messages"][0]["content"]  # the instructions name the tools

@@ -3,6 +3,7 @@ port; keys made and revoked by other ``memfold keys`` processes; ``--no-auth`` o
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,3 +96,32 @@ def test_no_auth_only_on_loopback_and_said_loudly(root: Path):
     finally:
         err = stop(proc)
     assert "NO API KEY IS CHECKED" in err and "WARNING" in err
+
+
+def test_serve_logs_one_line_per_request_as_json_when_asked(root: Path):
+    """``[server] log_format = "json"``: one JSON object per request on stderr (uvicorn's own access
+    log is off), with the key's id and neither the key, the namespace nor the memory's words."""
+    key = run_cli(root, "keys", "create", "--user", "mira").stdout.strip().splitlines()[-1]
+    assert not (root / "config.toml").exists()
+    (root / "config.toml").write_text('[server]\nlog_format = "json"\n', encoding="utf-8")
+    key_id = key.split("_")[1]
+    proc, url = start(root)
+    try:
+        h = {"Authorization": f"Bearer {key}"}
+        assert httpx.post(url + "/v1/memories", headers=h, params={"user_id": "mira"},
+                          json={"text": "Mira's passport is in the red drawer"}).status_code == 200
+        assert httpx.get(url + "/v1/whoami", headers=h).status_code == 200
+        assert httpx.get(url + "/v1/whoami").status_code == 401
+    finally:
+        err = stop(proc)
+    assert key not in err and "passport" not in err and "mira" not in err.lower()
+    access = []
+    for line in err.splitlines():
+        if line.startswith("{"):
+            access.append(json.loads(line))
+    lines = [(a["method"], a["path"], a["status"], a["key"]) for a in access if a.get("logger") == "memfold.access"
+             and a["path"] != "/healthz"]
+    assert lines == [("POST", "/v1/memories", 200, key_id), ("GET", "/v1/whoami", 200, key_id),
+                     ("GET", "/v1/whoami", 401, "-")], err
+    assert all(isinstance(a["ms"], float) for a in access if a.get("logger") == "memfold.access")
+    assert "HTTP/1.1" not in err  # no uvicorn access line besides

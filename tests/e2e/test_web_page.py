@@ -399,3 +399,50 @@ def test_stats_read_as_sentences_in_the_pages_language(root: Path, embedder, llm
         browser.set_window_size(390, 844)
         shots(browser, "stats-llm-zh-phone")
     smart.close()
+
+
+def test_a_hit_shows_its_related_memories_and_stats_show_usage(mem: Memory, browser, shots):
+    """A search hit lists its related memories (relation, direction, strength) in the page's
+    language; the stats tab lists the most used memories and the queries that found nothing."""
+    from selenium.webdriver.common.by import By
+
+    mem.init("alice", "en")
+    home = mem.add("I live in Lisbon", "alice").added[0]
+    office = mem.add("My office is by the Tagus river", "alice").added[0]
+    old = mem.add("I used to live in Porto", "alice").added[0]
+    mem.relate(office.id, home.id, "supports", "alice", strength=0.8)
+    mem.relate(home.id, old.id, "refines", "alice", strength=0.6)
+    by_id = lambda i: browser.find_element(By.ID, i)  # noqa: E731
+
+    with LiveServer(create_app(mem, no_auth=True)) as srv:
+        sign_in_without_key(browser, srv.url, "alice")
+        by_id("query").send_keys("where do I live")
+        by_id("search-button").click()
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'.mem[data-id="{home.id}"] .related li'))
+        rel = browser.find_element(By.CSS_SELECTOR, f'.mem[data-id="{home.id}"] .related')
+        lines = [li.text for li in rel.find_elements(By.CSS_SELECTOR, "li")]
+        assert lines[0].startswith("supported by ←") and "Tagus" in lines[0] and "(0.80)" in lines[0], lines
+        assert lines[1].startswith("refines →") and "Porto" in lines[1], lines
+        shots(browser, "related-en")
+        by_id("query").clear()
+        by_id("query").send_keys("quantum chromodynamics")
+        by_id("search-button").click()
+        wait(browser, lambda d: "No memories found" in by_id("memories").text)
+        browser.find_element(By.CSS_SELECTOR, '.tab[data-tab="stats"]').click()
+        wait(browser, lambda d: "Most used memories" in by_id("stats").text)
+        rows = stats_rows(browser)
+        assert "I live in Lisbon" in rows["Most used memories"]
+        assert "quantum chromodynamics" in rows["Queries that found nothing"]
+        shots(browser, "usage-en")
+        by_id("lang").click()
+        wait(browser, lambda d: "最常用的记忆" in by_id("stats").text)
+        assert "quantum chromodynamics" in stats_rows(browser)["没有找到结果的查询"]
+        shots(browser, "usage-zh")
+        browser.find_element(By.CSS_SELECTOR, '.tab[data-tab="memories"]').click()
+        by_id("query").clear()
+        by_id("query").send_keys("Lisbon")
+        by_id("search-button").click()
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'.mem[data-id="{home.id}"] .related li'))
+        text = browser.find_element(By.CSS_SELECTOR, f'.mem[data-id="{home.id}"] .related-box').text
+        assert "相关记忆" in text and "被支持 ←" in text and "细化 →" in text, text
+        shots(browser, "related-zh")

@@ -220,24 +220,67 @@ def test_old_memories_are_compressed_by_the_llm_and_archived_with_a_relation(roo
 
 
 def test_old_memories_without_an_llm_are_merged_extractively(root: Path, embedder):
+    """The hard stage (200 days unused): one shorter memory holding every fact, the repeats and the
+    shared opening dropped, the originals' words listed in archive.md."""
     ids = seed_old_facts(root, embedder)
     mem = Memory(root=root, embedder=embedder)
     res = mem.maintain("bob", jobs=["compress_old_memories"]).results[0]
     assert res.status == "done", res.reason
     (new_id,) = res.created
     new = mem.get(new_id, "bob")
-    for t in OLD_FACTS:
-        assert t in new.content
+    assert new.content.count("The user drinks coffee") == 1 and len(new.content) < sum(len(t) for t in OLD_FACTS)
+    for word in ("espresso every morning before work", "latte after lunch on weekdays", "decaf in the evening",
+                 "cold brew on hot summer days"):
+        assert word in new.content, new.content
+    assert res.chars_after < res.chars_before
     assert all(mem.get(ids[f"old{i}"], "bob").superseded_by == new_id for i in range(4))
     assert mem.get(ids["used"], "bob").is_active and mem.get(ids["brother"], "bob").is_active
+    archive = (root / "bob" / "archive.md").read_text(encoding="utf-8")
+    assert all(t in archive for t in OLD_FACTS) and "(compressed)" in archive
     mem.close()
+
+
+def test_the_merge_stage_drops_repeats_and_a_merged_memory_is_compressed_again_at_the_hard_stage(root: Path,
+                                                                                                embedder):
+    """45 days unused: the merge stage (old_memory_merge_days = 30) keeps each distinct fact once, writes
+    nothing to archive.md and dates the result by its sources; at 90 days it is compressed alone."""
+    rows = [record("eve", t, 45, MemoryType.EVENT) for t in (
+        "Anna's flight to Lisbon lands at 14:30 on 2026-12-03 at gate B12.",
+        "Anna's flight to Lisbon lands at 14:30 on 2026-12-03 at gate B12. She asked to be picked up.",
+        "Anna's flight to Lisbon lands at 14:30 on 2026-12-03. Her bag is a red Samsonite.",
+        "Anna's flight to Lisbon lands at 14:30. Anna will stay at Hotel Avenida for 3 nights.")]
+    with Memory(root=root, embedder=embedder, background=False) as m:
+        m.import_records(rows)
+        res = m.maintain("eve", jobs=["compress_old_memories"]).results[0]
+        assert res.status == "done", res.reason
+        (new_id,) = res.created
+        new = m.get(new_id, "eve")
+        for fact in ("Lisbon", "14:30", "2026-12-03", "B12", "picked up", "Samsonite", "Hotel Avenida", "3 nights"):
+            assert fact in new.content, new.content
+        assert new.content.count("lands at 14:30") == 1 and res.chars_after < res.chars_before * 0.6
+        assert new.structured_data["compressed"] == "merge" and (NOW - new.created_at).days == 45
+        assert not (root / "eve" / "archive.md").exists()
+        assert m.maintain("eve", jobs=["compress_old_memories"]).results[0].status == "nothing"  # not again
+    with Memory(root=root, embedder=embedder, background=False, policy={"old_memory_days": 40,
+                                                                        "old_memory_merge_days": 10}) as m:
+        res = m.maintain("eve", jobs=["compress_old_memories"]).results[0]
+        assert res.status == "done" and res.archived == [new_id], res.summary()
+        hard = m.get(res.created[0], "eve")
+        assert hard.structured_data["compressed"] == "hard" and len(hard.content) <= len(new.content)
+        assert new.content in (root / "eve" / "archive.md").read_text(encoding="utf-8")
+        assert m.maintain("eve", jobs=["compress_old_memories"]).results[0].status == "nothing"
 
 
 def test_old_memory_policy_keys(root: Path, embedder):
     ids = seed_old_facts(root, embedder)
     with Memory(root=root, embedder=embedder, policy={"old_memory_days": 0}) as m:
         assert m.maintain("bob", jobs=["compress_old_memories"]).results[0].status == "not_due"
-    with Memory(root=root, embedder=embedder, policy={"old_memory_days": 365}) as m:  # 200 days is not old enough
+    with Memory(root=root, embedder=embedder, policy={"old_memory_days": 365, "old_memory_merge_days": 0}) as m:
+        assert m.maintain("bob", jobs=["compress_old_memories"]).results[0].status == "nothing"  # 200 days: too new
+    with Memory(root=root, embedder=embedder, policy={"old_memory_days": 365}) as m:  # the merge stage (30 days)
+        res = m.maintain("bob", jobs=["compress_old_memories"], dry_run=True).results[0]
+        assert res.status == "planned" and "merged" in res.changes[0]["reason"]
+    with Memory(root=root, embedder=embedder, policy={"old_memory_days": 365, "old_memory_merge_days": 201}) as m:
         assert m.maintain("bob", jobs=["compress_old_memories"]).results[0].status == "nothing"
     with Memory(root=root, embedder=embedder, policy={"old_memory_access_below": 8}) as m:  # 7 uses: now "rare"
         res = m.maintain("bob", jobs=["compress_old_memories"], dry_run=True).results[0]

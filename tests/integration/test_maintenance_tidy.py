@@ -164,3 +164,28 @@ def test_deleting_an_archived_todo_takes_its_words_out_of_archive_md(mem: Memory
     mem.delete(done.id, "gina")
     text = archive.read_text(encoding="utf-8")
     assert "Vrellinga" not in text and other.content in text
+
+
+def test_the_tidy_hint_measures_the_file_and_is_shown_once_per_session(root: Path, embedder):
+    """With a query only the hits are injected, yet a MEMORY.md over its capacity asks the model to
+    tidy it: once per session, in the user's language; a new session asks again."""
+    over = "MEMORY.md holds"
+    with Memory(root=root, embedder=embedder, background=False, policy={"memory_char_limit": 600}) as m:
+        m.add("I like green tea", "gus")
+        s = m.session("s1", "gus")
+        assert over not in s.build_context("what tea do I like?")[0]["content"]
+        for i in range(12):
+            m.add(f"Project Kestrel note {i}: the review of module {i} moved to room {200 + i} on Friday", "gus")
+        ctx = s.context("what tea do I like?")
+        system = ctx.messages[0]["content"]
+        assert ctx.memory_chars < 600 and not ctx.truncated  # the injected hits are small ...
+        assert over in system and "over its capacity of 600" in system and ctx.tidy_hint  # ... the file is not
+        assert over not in s.build_context("and which coffee?")[0]["content"]  # once per session
+        assert over not in m.session("s1", "gus").build_context("tea?")[0]["content"]  # resumed: still shown
+        assert over in m.session("s2", "gus").build_context("tea?")[0]["content"]  # a new session: again
+        assert over in m.build_context("tea?", "gus")[0]["content"]  # no session: whenever it applies
+        m.init("hua", "zh")
+        for i in range(12):
+            m.add(f"项目红隼第{i}次评审改到{200 + i}号会议室，时间是周五下午三点，请提前准备材料", "hua")
+        zh = m.session("z1", "hua", language="zh").build_context("我喜欢什么茶？")[0]["content"]
+        assert "注意：MEMORY.md 已有" in zh and "超过 600 字符的容量上限" in zh

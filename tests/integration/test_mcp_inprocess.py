@@ -15,6 +15,7 @@ mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 
 from memfold.mcp_server import MEMORY_URI, Namespace, build_server  # noqa: E402
+from memfold.tools.registry import TOOLS  # noqa: E402
 
 
 def test_resource_errors_and_memory_switched_off_while_running(mem: Memory, root: Path, tmp_path: Path) -> None:
@@ -37,7 +38,7 @@ def test_resource_errors_and_memory_switched_off_while_running(mem: Memory, root
             res = await c.call_tool("memory_search", {"query": "tea"})
             assert res.is_error and '"memory_off"' in res.content[0].text
             mem.set_memory_enabled(True, "alice")
-            assert len((await c.list_tools()).tools) == 7
+            assert len((await c.list_tools()).tools) == len(TOOLS)
         async with Client(build_server(mem, Namespace("mallory"))) as c:
             with pytest.raises(mcp.MCPError) as caught:
                 await c.read_resource(MEMORY_URI)

@@ -28,10 +28,13 @@ def _memory(root: Path, server=None, **memory) -> Memory:
     return Memory(settings=settings, embedder=HashEmbedder())
 
 
-def _talk(session, n: int, start: int = 0) -> None:
+def _talk(session, n: int, start: int = 0, wait: bool = True) -> None:
+    """``n`` messages; ``wait``: each followed by the end of a reflection it started (in the background)."""
     for i in range(start, start + n):
         session.add_message("user" if i % 2 == 0 else "assistant",
                             f"message {i}: what did I say about my trip to Kyoto and the hotel last week?")
+        if wait:
+            session._ports.after_message.join()
 
 
 def _overrides(root: Path, user: str = "alice") -> dict | None:
@@ -149,6 +152,7 @@ def test_chinese_prompt_for_a_chinese_memory(root: Path, llm_server):
         s = mem.session("s", "alice", policy=QUIET)
         for i in range(EVOLVE_EVERY):
             s.add_message("user", f"第{i}条：我上周去了京都，住在樱花酒店。")
+            mem.evolution.join()
         prompt = llm_server.chat_requests()[0]["body"]["messages"][-1]["content"]
         assert "当前策略" in prompt and "检索时拼接最近几天的每日笔记" in prompt and "樱花酒店" in prompt
         assert _overrides(root) == {"recent_days": 6}
@@ -167,7 +171,7 @@ def test_the_llm_is_asked_outside_the_user_lock(root: Path, llm_server):
     with Memory(settings=settings, embedder=HashEmbedder()) as mem:
         s = mem.session("s", "alice", policy=QUIET)
         _talk(s, EVOLVE_EVERY - 1)
-        worker = threading.Thread(target=_talk, args=(s, 1, EVOLVE_EVERY - 1))
+        worker = threading.Thread(target=_talk, args=(s, 1, EVOLVE_EVERY - 1, True))
         worker.start()
         while not llm_server.chat_requests():  # the reflection is waiting for its answer now
             time.sleep(0.01)
@@ -206,3 +210,23 @@ def test_evolution_with_the_postgresql_index(root: Path, llm_server, pg_dsn):
         _talk(mem.session("s", "alice", policy=QUIET), 5)
         assert len(llm_server.chat_requests()) == 1 and _overrides(root) == {"recent_days": 4}
         assert mem.evolution.last("alice")["last"]["status"] == "applied"
+
+
+def test_the_twentieth_message_does_not_wait_for_the_llm(root: Path, llm_server):
+    """The reflection runs in the background: the message that made it due is saved and returned
+    while the LLM is still thinking; the new policy is written once it answers."""
+    import time
+
+    llm_server.script(Reply(content=json.dumps({"overrides": {"retrieve_limit": 14}}), delay=3.0))
+    settings = load_settings(root, llm={"provider": "openai", "base_url": llm_server.base_url, "model": "scripted",
+                                        "max_retries": 0, "timeout": 30.0}, memory={"evolution_enabled": True})
+    with Memory(settings=settings, embedder=HashEmbedder(), background=False) as mem:
+        s = mem.session("s", "alice", policy=QUIET)
+        _talk(s, EVOLVE_EVERY - 1)
+        started = time.monotonic()
+        _talk(s, 1, start=EVOLVE_EVERY - 1, wait=False)  # the 20th message
+        returned = time.monotonic() - started
+        assert _overrides(root) is None and len(s.messages) == EVOLVE_EVERY  # saved; the LLM has not answered
+        assert returned < 2.5, returned  # not the 3 s of the LLM's answer
+        mem.evolution.join()
+        assert _overrides(root) == {"retrieve_limit": 14}

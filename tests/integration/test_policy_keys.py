@@ -33,6 +33,7 @@ TESTED_ELSEWHERE = {
                                           "test_threshold_zero_or_not_exceeded_means_no_compression"),
     "old_memory_days": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "old_memory_access_below": ("test_maintenance_compress", "test_old_memory_policy_keys"),
+    "old_memory_merge_days": ("test_maintenance_compress", "test_old_memory_policy_keys"),
     "memory_tidy_percent": ("test_maintenance_tidy", "test_tidy_instruction_appears_when_memory_approaches_the_limit"),
     "enabled": ("test_tools", "test_memory_off_in_the_config_and_on_for_one_user"),
     "min_score": ("test_relevance_floor", "test_floor_is_a_policy_key"),
@@ -169,6 +170,7 @@ def test_key_evolution_enabled(root: Path, llm_server):
             s = m.session(f"e{enabled}", "u", policy=quiet)
             for i in range(EVOLVE_EVERY):
                 s.add_message("user", f"message {i}")
+            m.evolution.join()  # the reflection runs in the background
             assert m.policy("u").retrieve_limit == (12 if enabled else 10)
     assert len(llm_server.chat_requests()) == 1
 

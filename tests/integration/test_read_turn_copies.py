@@ -49,3 +49,25 @@ def test_a_turn_folded_into_its_extract_is_judged_by_the_turns_words(root, embed
     assert hits and hits[0].record.source_ids == ("t1",)
     assert hits[0].relevance >= mem.policy("u").min_score
     mem.close()
+
+
+@pytest.mark.parametrize("turn, other, query", [
+    ("I usually wake up at 7:15 on weekdays. On weekends I always wake up at 8.",
+     "My brother Tom wakes up at 6 to go running", "when do I wake up"),
+    ("我每天早上七点起床，我周末一般九点起床。", "我弟弟每天六点起床去跑步", "起床"),
+])
+def test_one_turn_takes_one_place_before_the_other_turns(root, embedder, turn: str, other: str, query: str) -> None:
+    """Two memories the rules took from one turn do not fill the first places alone: the second
+    follows the results from other turns, and is still returned when there is room."""
+    mem = Memory(root=root, embedder=embedder, policy={"min_score": 0})
+    mem.add([{"role": "user", "content": turn, "turn_id": "t1"}], "u")
+    mem.add([{"role": "user", "content": other, "turn_id": "t2"}], "u", infer=False)
+    taken = [r for r in mem.index.list_records("u") if r.file != EPISODIC and r.source_ids == ("t1",)]
+    assert len(taken) == 2  # the turn gave two memories
+    top = mem.search(query, "u", limit=2, record_access=False)
+    assert [h.record.source_ids[0] for h in top] == ["t1", "t2"]
+    three = mem.search(query, "u", limit=3, record_access=False)
+    assert [h.record.source_ids[0] for h in three] == ["t1", "t2", "t1"]
+    assert {h.record.id for h in three if h.record.source_ids == ("t1",)} == {r.id for r in taken}
+    assert three == sorted(three, key=lambda h: -h.score)
+    mem.close()

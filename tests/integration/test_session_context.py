@@ -99,7 +99,7 @@ def test_a_long_memory_file_is_injected_as_at_most_5000_characters(mem: Memory, 
     path.write_text(text, encoding="utf-8")
     assert len(path.read_text(encoding="utf-8")) >= 20_000
     for query in ("", "migration plan project note"):
-        built = mem.session("cap").context(query)
+        built = mem.session(f"cap {len(query)}").context(query)  # a session shows the tidy instruction once
         system = _system(built.messages)
         block = system[system.index("# USER MEMORY"): system.index("MEMORY.md is your long-term memory")].strip()
         assert built.truncated and built.memory_chars <= 5000 and len(block) <= 5000

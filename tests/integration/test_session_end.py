@@ -20,7 +20,7 @@ from memfold.models import EPISODIC, utcnow
 from ..conftest import run_cli
 from ..support.openai_server import Reply, tool_call
 
-TEA = "Remember that I like green tea"
+TEA = "I like green tea"  # extracted when the session ends (an explicit "remember" is stored at once)
 
 
 def _file_backed(mem: Memory, user: str = "default") -> list[str]:
@@ -105,7 +105,7 @@ def test_memory_off_extracts_nothing_at_the_end_nor_later(mem: Memory) -> None:
 
 def test_memory_switched_off_for_the_user_while_a_session_runs(mem: Memory) -> None:
     s = mem.session("switch", "kim")
-    s.add_message("user", "Remember that I like mint tea")  # said with memory on
+    s.add_message("user", "I like mint tea")  # said with memory on (extracted at the end)
     mem.set_memory_enabled(False, "kim")
     s.add_message("user", "Remember that I like black coffee")  # said with memory off
     assert s.close().extracted == 0 and not _file_backed(mem, "kim") and not _turns(mem, "kim")
@@ -128,8 +128,8 @@ def test_an_expired_session_is_ended_by_whoever_opens_it(root: Path, embedder) -
 
 def test_an_abandoned_session_is_ended_when_another_one_opens(root: Path, embedder) -> None:
     with Memory(root=root, embedder=embedder) as m:
-        m.session("abandoned", "dan").add_message("user", "Remember that I like oolong tea")
-        m.session("recent", "dan").add_message("user", "Remember that I like rooibos tea")
+        m.session("abandoned", "dan").add_message("user", "I like oolong tea")
+        m.session("recent", "dan").add_message("user", "I like rooibos tea")
         _age(m, "dan", "abandoned", 90)
         _age(m, "dan", "recent", 30)
     with Memory(root=root, embedder=embedder, policy={"session_ttl_minutes": 60}) as m:
@@ -253,3 +253,24 @@ def test_chat_exit_does_not_store_again_what_a_tool_call_stored(root: Path, embe
     with Memory(root=root, embedder=embedder) as m:  # the turns are in the session; the stored memory once
         turns = _turns(m, "hal")
         assert "What time is it?" in turns and TEA not in turns  # the tool's turn was not extracted again
+
+
+def test_an_explicit_remember_is_stored_at_once_and_seen_by_another_session(root: Path, embedder):
+    """A model without tools cannot store "remember …" itself: the session stores it when the message
+    is added, so a second session opened meanwhile finds it; the end extracts nothing twice."""
+    with Memory(root=root, embedder=embedder, background=False) as m:
+        s1 = m.session("first", "ivy")
+        s1.add_message("user", "Remember that my bike is a red Gazelle")
+        s1.add_message("assistant", "Noted.")
+        s1.add_message("user", "I fly to Porto on Friday. 记住我的车位是B2-117")
+        s2 = m.session("second", "ivy")
+        system = s2.build_context("which bike do I have?")[0]["content"]
+        assert "red Gazelle" in system
+        assert any("B2-117" in r for r in _file_backed(m, "ivy"))
+        s1.close()
+        kept = _file_backed(m, "ivy")
+        assert sum("Gazelle" in r for r in kept) == 1 and sum("B2-117" in r for r in kept) == 1, kept
+        m.set_memory_enabled(False, "ivy")  # memory off: nothing is stored, at once or later
+        s3 = m.session("third", "ivy")
+        s3.add_message("user", "Remember that my locker is number 42")
+        assert not any("locker" in r for r in _file_backed(m, "ivy"))

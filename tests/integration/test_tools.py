@@ -167,6 +167,9 @@ BAD_ARGUMENTS = {
     "memory_forget": [{}, {"query_or_id": ["a"]}, {"query_or_id": "x", "dry_run": "perhaps"}],
     "memory_read": [{"path": 5}, {"section": {"a": 1}}],
     "write_file": [{"path": "MEMORY.md"}, {"content": "x"}],
+    "skill_success": [{}, {"memory_id": ""}, {"memory_id": ["a"]}],
+    "memory_relate": [{}, {"memory_id": "a", "action": "follow"}, {"memory_id": "a", "relation": "likes"},
+                      {"memory_id": "a", "strength": 2}],
 }
 
 

@@ -24,7 +24,7 @@ from ..conftest import run_cli
 from ..support.hash_embedder import HashEmbedder
 from ..support.openai_server import Reply, ScriptedOpenAIServer, tool_call
 
-TOOL_NAME = re.compile(r"\b(?:memory_(?!type\b|types\b)[a-z_]+|save_memory|write_file|append_file)\b")
+TOOL_NAME = re.compile(r"\b(?:memory_(?!type\b|types\b)[a-z_]+|save_memory|skill_success|write_file|append_file)\b")
 
 
 @pytest.fixture
@@ -187,6 +187,11 @@ def test_chat_with_memory_off_offers_no_tools_and_stores_nothing(root: Path, llm
     status = run_cli(root, "memory", "status", "--user", "alice", "--json")
     assert json.loads(status.stdout) == {"user_id": "alice", "enabled": False}
     before = (root / "alice" / "MEMORY.md").read_text()
+    for extra in ((), ("--note",)):  # `memfold add` stores nothing either, and says why
+        refused = run_cli(root, "add", "I like black coffee", "--user", "alice", *extra)
+        assert refused.returncode != 0 and "memory is switched off for user 'alice'" in refused.stderr, refused
+        assert "memfold memory on --user alice" in refused.stderr
+    assert not list((root / "alice").glob("memory/*/*.md"))
     llm_server.script(Reply("Hi."))
     out = _run_chat(root, llm_server, "remember that I like green tea\n/exit\n")
     assert out.returncode == 0, out.stderr

@@ -127,8 +127,8 @@ def test_http_search_list_and_page_data_show_each_fact_once(mem: Memory) -> None
     with LiveServer(create_app(mem)) as srv:
         key = KeyStore(mem.index).create(["xiaohong"], "write")[0]
         with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
-            hits = c.post("/v1/memories/search", json={"query": "生日"}).json()
-            listed = c.get("/v1/memories").json()["memories"]
+            hits = c.post("/v1/memories/search", json={"query": "生日"}).json()["results"]
+            listed = c.get("/v1/memories").json()["results"]
     assert [(h["kind"], h["content"]) for h in hits] == [("fact", "我的生日是五月二十号")]
     assert [(r["kind"], r["content"]) for r in listed] == [("fact", "我的生日是五月二十号")]
 
@@ -198,8 +198,8 @@ def test_http_delete_takes_the_english_turn_along(mem: Memory) -> None:
         key = KeyStore(mem.index).create(["finn"], "write")[0]
         with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
             assert c.delete(f"/v1/memories/{todo.id}").status_code == 200
-            hits = c.post("/v1/memories/search", json={"query": "dentist"}).json()
-            listed = c.get("/v1/memories").json()["memories"]
+            hits = c.post("/v1/memories/search", json={"query": "dentist"}).json()["results"]
+            listed = c.get("/v1/memories").json()["results"]
     assert not [h for h in hits if "dentist" in h["content"]]
     assert not [r for r in listed if "dentist" in r["content"]]
 

@@ -150,7 +150,7 @@ def test_a_chinese_user_through_http_sees_only_their_memories(srv, mem: Memory):
     r = c.post("/v1/memories", params={"user_id": "小明"}, json={"text": CAT})
     assert r.status_code == 200, r.text
     assert r.json()["added"][0]["user_id"] == "小明"
-    found = c.post("/v1/memories/search", params={"user_id": "小明"}, json={"query": "猫"}).json()
+    found = c.post("/v1/memories/search", params={"user_id": "小明"}, json={"query": "猫"}).json()["results"]
     assert found[0]["content"] == CAT
     other = c.get("/v1/memories", params={"user_id": "小红"})
     assert other.status_code == 403 and "小红" in other.json()["error"]["message"]
@@ -173,7 +173,7 @@ def test_http_normalises_the_user_id_and_names_the_broken_rule(srv, mem: Memory)
                json={"text": "I prefer aisle seats"})
     assert r.status_code == 200, r.text
     assert r.json()["added"][0]["user_id"] == "José"
-    assert c.get("/v1/memories", params={"user_id": "Ærø"}).json()["memories"] == []
+    assert c.get("/v1/memories", params={"user_id": "Ærø"}).json()["results"] == []
     for bad, rule in (("../x", "path separator"), ("CON", "reserved device name"), ("Ærø\u202e", "invisible")):
         r = c.get("/v1/memories", params={"user_id": bad})
         assert r.status_code == 422 and rule in r.json()["error"]["message"], r.text
@@ -222,5 +222,5 @@ def test_an_agent_asking_about_my_cat_gets_the_cat_in_its_context(xiaoming: Memo
 
 def test_the_cat_comes_first_over_http_too(srv, xiaoming: Memory):
     c = http(srv, "小明")
-    found = c.post("/v1/memories/search", params={"user_id": "小明"}, json={"query": "我的猫"}).json()
+    found = c.post("/v1/memories/search", params={"user_id": "小明"}, json={"query": "我的猫"}).json()["results"]
     assert found[0]["content"] == CAT

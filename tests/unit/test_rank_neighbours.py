@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from memfold.engine.rank_neighbours import borrowed_only, counts, own_words_first, split_context
+from memfold.engine.rank_neighbours import (
+    NEIGHBOUR_WEIGHT,
+    answers_a_question,
+    borrowed_only,
+    counts,
+    own_words_first,
+    split_context,
+    turn_relevance,
+)
 from memfold.models import MemoryRecord, MemoryType
 from memfold.text.terms import terms
 
@@ -49,3 +57,26 @@ def test_one_borrowed_word_of_a_long_question_does_not_make_the_neighbour_decide
     age = turn("a", "I'm 32, so I'm in my 30s", "2022-01-01 January 2022 There are so many options available")
     assert counts(age, q) == (0, 1) and not borrowed_only(age, q)
     assert own_words_first([age, memory("b", "Rachel is my friend")], q) == [0, 1]
+
+
+def test_a_result_sharing_only_some_of_the_borrowed_words_does_not_say_the_thing() -> None:
+    q = set(terms("How long have Mel and her husband been married?", query=True))
+    answer = turn("b", "5 years already! Time flies", "2023-06-09 June 2023 Caroline: How long have you been married?\nMelanie:")
+    question = turn("a", "How long have you been married?", "2023-06-09 June 2023 Caroline:")
+    greeting = turn("c", "Hey Mel! Long time no talk", "2023-07-06 July 2023 Caroline:")
+    assert borrowed_only(answer, q) and counts(greeting, q) == (2, 0)
+    # the greeting holds "long" (and the name) but not "married": the answer stays above it
+    assert own_words_first([answer, greeting], q) == [0, 1]
+    # the question says every word the answer borrows: the answer moves below it
+    assert own_words_first([answer, greeting, question], q) == [1, 2, 0]
+
+
+def test_the_floor_judges_a_reply_to_a_question_as_any_record_and_damps_other_steered_turns() -> None:
+    q = set(terms("How long have Mel and her husband been married?", query=True))
+    reply = turn("b", "5 years already! Time flies", "2023-06-09 June 2023 Caroline: How long have you been married?\nMelanie:")
+    assert answers_a_question(reply) and turn_relevance(reply, 0.4, q, NEIGHBOUR_WEIGHT) is None
+    password = set(terms("password", query=True))
+    trip = turn("d", "我下个月要去上海出差", "2024-05-01 May 2024 I changed my router password yesterday")
+    assert not answers_a_question(trip)
+    damped = turn_relevance(trip, 0.4, password, NEIGHBOUR_WEIGHT)
+    assert damped is not None and damped < 0.15

@@ -52,6 +52,7 @@ class Runtime:
             from ..workspace.userspace import Workspace
 
             fresh = not Workspace(resolve_root(self.root)).exists
+            kw.setdefault("background", False)  # a one-shot command; mcp and chat start it (start_maintenance)
             self._memory = Memory(root=self.root, **kw)
             if fresh and announce:
                 err.print(f"created a new memfold workspace in {self._memory.settings.root}",

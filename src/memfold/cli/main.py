@@ -14,6 +14,7 @@ from rich.table import Table
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
 from . import (
     eval_cmd,
+    knowledge_cmd,
     llm_cmd,
     maintain_cmd,
     mcp_cmd,
@@ -96,6 +97,11 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
 
     text = guard.memory_text(render.text_argument(text), "the memory text")  # checked before a workspace is made
     m = runtime(ctx).memory()
+    if not m.memory_enabled(user):  # switched off: nothing is written, by the CLI either
+        from ..errors import MemoryOffError
+
+        raise MemoryOffError(f"memory is switched off for user {user!r}; nothing was stored "
+                             f"(`memfold memory on --user {user}` switches it on)")
     if note:
         r = m.add_note(text, user)
         print_json(r.to_dict()) if as_json else out.print(f"noted {r.id} in {r.file}")
@@ -128,16 +134,22 @@ def search(ctx: typer.Context, query: str = typer.Argument(..., help="What to lo
            type_: Optional[str] = typer.Option(None, "--type", "-t", help="Only this memory type."),
            include_archived: bool = typer.Option(False, "--include-archived",
                                                  help="Search archived memories too (merged, compressed, tidied)."),
+           related: bool = typer.Option(False, "--related", help="Show each hit's related memories (supports, "
+                                        "contradicts, refines, ...)."),
            as_json: Json = False) -> None:
     """Hybrid search: keyword + vector candidates, rescored by similarity, recency and importance."""
     if not query.strip():
         raise InvalidInputError("search needs words to look for; to see every memory use 'memfold list' "
                                 "(or 'memfold show' for MEMORY.md)")
-    hits = runtime(ctx).existing().search(query, user, limit=k, memory_type=type_, include_archived=include_archived)
+    hits = runtime(ctx).existing().search(query, user, limit=k, memory_type=type_, include_archived=include_archived,
+                                          related=related)
     if as_json:
         print_json([h.to_dict() for h in hits])
     elif hits:
         out.print(_hits_table(hits))
+        for i, h in enumerate(hits, 1):
+            for r in h.related or ():
+                out.print(f"  #{i} {knowledge_cmd.related_line(r)}", highlight=False)
     else:
         out.print("no memories found")
 
@@ -361,6 +373,7 @@ def demo(ctx: typer.Context) -> None:
 
 eval_cmd.register(app)  # eval locomo|madial, bench
 memory_cmd.register(app)  # memory on|off|status
+knowledge_cmd.register(app)  # skill add|used|list, relation add|remove|list
 serve_cmd.register(app)  # serve, keys create|list|revoke
 maintain_cmd.register(app)  # maintain
 mcp_cmd.register(app)  # mcp [--http]: the memory tools as an MCP server

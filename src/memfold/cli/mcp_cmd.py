@@ -37,6 +37,7 @@ def mcp(ctx: typer.Context, user: User = "default",
     from ..metrics.shared import Publisher
 
     memory = runtime(ctx).memory()
+    memory.start_maintenance()  # a server stays up: due maintenance runs in its own thread ([maintenance])
     published = Publisher(memory.settings.root, "mcp").start()  # for `memfold stats --metrics` from a shell
     try:
         server = build_server(memory, ns)

@@ -139,6 +139,16 @@ def stats_lines(s: dict[str, Any]) -> list[str]:
         u.pop("last", None)  # the last call in detail: in --json
         for k, v in u.items():
             lines.append(f"  {k}: {_flat(v)}")
+    searches = s.pop("usage", None)
+    if isinstance(searches, dict):
+        lines.append(f"searches recorded: {_num(searches.get('searches', 0))}")
+        if searches.get("most_used"):
+            lines.append("most used memories:")
+            lines += [f"  {u['count']}× {u['id']}: {' '.join(str(u['content']).split())[:100]}"
+                      for u in searches["most_used"]]
+        if searches.get("no_results"):
+            lines.append("queries that found nothing:")
+            lines += [f"  {q['count']}× {q['query'][:100]} (last {str(q['last'])[:10]})" for q in searches["no_results"]]
     for k, v in s.items():  # anything newer the engine reports
         lines.append(f"{k.replace('_', ' ')}: {_flat(v)}")
     return lines

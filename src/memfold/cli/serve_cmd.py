@@ -64,7 +64,7 @@ def serve(ctx: typer.Context,
     if workers > 1:  # the workers add up their metrics in one folder (GET /metrics is correct in any of them)
         prepare_multiprocess(tempfile.mkdtemp(prefix="memfold-metrics-"))
     uvicorn.run("memfold.server.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="warning", timeout_graceful_shutdown=10)
+                log_level="warning", access_log=False, timeout_graceful_shutdown=10)
 
 
 @keys_app.command("create")

@@ -55,6 +55,7 @@ def chat(ctx: typer.Context,
     llm = chat_endpoint(m.settings.llm, base_url=base_url, model=model, api_key_env=api_key_env)
     if llm is None:
         raise ConfigError(NO_ENDPOINT.rstrip())
+    m.start_maintenance()  # a conversation stays open: due maintenance runs in the background ([maintenance])
     s = m.session(session, user, agent, preset=preset, memory_enabled=not no_memory, chat_model=llm,
                   on_notice=lambda text: out.print(text, markup=False, highlight=False))
     if s.closed:  # ended before (/exit or session_ttl_minutes): the conversation goes on

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import LLMSettings, Settings
 from ..errors import EmbedderChangedError, InvalidInputError, MemfoldError
+from ..limits import SOURCE_IDS, over
 from ..models import EPISODIC, HistoryEntry, MemoryRecord, utcnow
 from ..text.secrets import redact
 from . import guard
 from . import records as rec
 from .guard import check_fields, screen_text
+from .relations import check_kind
 
 if TYPE_CHECKING:
     from ..index.transfer import CopyReport
@@ -51,8 +53,10 @@ def export(memory: "Memory", user_id: str | None = None) -> Iterator[dict[str, A
             rows = memory.index.list_records(u, active_only=False, limit=1000, offset=offset)
             if not rows:
                 break
-            for r in rows:
-                yield r.to_dict()
+            for r in rows:  # relations live in the index only: each record carries those it is the source of
+                links = [{"target_id": x["target_id"], "relation": x["relation"], "strength": x["strength"]}
+                         for x in memory.index.relations(u, r.id) if x["source_id"] == r.id]
+                yield {**r.to_dict(), "relations": links} if links else r.to_dict()
             offset += len(rows)
 
 
@@ -61,7 +65,8 @@ def import_records(memory: "Memory", rows: Iterable[dict[str, Any]]) -> int:
     an id another namespace holds gets a new one. Every row is checked (fields, ranges, user ids,
     secrets) before anything is written. Returns the count."""
     index = memory.index
-    batches = _checked_import(memory, rows)
+    rows = list(rows) if isinstance(rows, Iterable) and not isinstance(rows, (str, bytes, dict)) else rows
+    batches, links = _checked_import(memory, rows)
     total = 0
     for u, recs in batches.items():
         st = memory._store(u)
@@ -83,21 +88,33 @@ def import_records(memory: "Memory", rows: Iterable[dict[str, Any]]) -> int:
                 index.upsert([rec.item(r, vecs[i]) for i, r in enumerate(archived)])
             # access statistics are index-only: restore them as exported
             index.upsert([rec.item(r, None) for r in active])
+            held = {r.id for r in index.get(u, sorted({i for src, dst, _, _ in links.get(u, ()) for i in (src, dst)}))}
+            for src, dst, kind, strength in links.get(u, ()):
+                if src in held and dst in held:
+                    index.add_relation(u, src, dst, kind, strength)
         total += len(recs)
     return total
 
 
-def _checked_import(memory: "Memory", rows: Iterable[dict[str, Any]]) -> dict[str, list[MemoryRecord]]:
+Link = tuple[str, str, str, float]  # source id, target id, relation, strength
+
+
+def _checked_import(memory: "Memory", rows: Iterable[dict[str, Any]]
+                    ) -> tuple[dict[str, list[MemoryRecord]], dict[str, list[Link]]]:
     """The rows of an import, every one checked, grouped by namespace; an id that another
-    namespace holds (in the index or earlier in the import) is replaced by a new one."""
+    namespace holds (in the index or earlier in the import) is replaced by a new one. And the
+    relations the rows carry, by namespace, with the same ids."""
     if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
         raise InvalidInputError(f"rows must be a list of exported records, got {type(rows).__name__}")
     batches: dict[str, dict[str, MemoryRecord]] = {}
+    raw_links: dict[str, list[Link]] = {}
     for n, d in enumerate(rows, 1):
         r = _guarded(guard.record_row(d, f"record {n}"), n)
         batches.setdefault(r.user_id, {})[r.id] = r  # the same id twice in a namespace: the last row wins
+        raw_links.setdefault(r.user_id, []).extend(_links(d, r.id, n))
     owner: dict[str, str] = {}
     out: dict[str, list[MemoryRecord]] = {}
+    links: dict[str, list[Link]] = {}
     for u, recs in batches.items():
         taken = memory.index.foreign_ids(u, list(recs))
         remap: dict[str, str] = {}
@@ -109,6 +126,25 @@ def _checked_import(memory: "Memory", rows: Iterable[dict[str, Any]]) -> dict[st
             owner[remap.get(mid, mid)] = u
         out[u] = [r.with_(id=remap.get(r.id, r.id), superseded_by=remap.get(r.superseded_by or "", r.superseded_by))
                   for r in recs.values()]
+        links[u] = [(remap.get(a, a), remap.get(b, b), kind, w) for a, b, kind, w in raw_links.get(u, ())]
+    return out, links
+
+
+def _links(d: dict[str, Any], source_id: str, n: int) -> list[Link]:
+    """The relations one exported record carries (``relations``: target_id, relation, strength), checked."""
+    got = d.get("relations") or []
+    where = f"record {n}: relations"
+    if not isinstance(got, list):
+        raise InvalidInputError(f"{where} must be a list, got {type(got).__name__}")
+    over(SOURCE_IDS, len(got), where, "relations")
+    out: list[Link] = []
+    for x in got:
+        if not isinstance(x, dict):
+            raise InvalidInputError(f"{where}: each relation must be a JSON object")
+        kind = check_kind(x.get("relation"))
+        assert kind is not None
+        out.append((source_id, guard.ident(x.get("target_id"), f"{where}: target_id"), kind,
+                    guard.number(x.get("strength", 1.0), f"{where}: strength")))
     return out
 
 

@@ -68,6 +68,7 @@ class BuiltContext:
     history_used: int = 0
     history_available: int = 0
     memory_ids: tuple[str, ...] = field(default_factory=tuple)
+    tidy_hint: bool = False  # the "tidy your memory" instruction is in the system prompt
 
 
 # ---- memory section --------------------------------------------------------------------
@@ -76,7 +77,7 @@ def _line(h: SearchHit) -> str:
     text = " ".join(r.content.split()) if r.file == EPISODIC else r.content.strip()
     if r.file == EPISODIC or r.memory_type is MemoryType.EVENT:
         return f"- [{r.created_at.date().isoformat()}] {text}"
-    return f"- {text}"
+    return "- " + "\n  ".join(text.split("\n"))  # a skill's fields stay under their name
 
 
 def clean_memory_file(text: str) -> str:
@@ -172,15 +173,19 @@ class ContextBuilder:
 
     def build(self, user_message: str, *, summary: str = "", history: Sequence[dict[str, Any]] = (),
               pins: Sequence[str] = (), memory_enabled: bool = True, base_prompt: str | None = None,
-              after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None) -> BuiltContext:
+              after: Sequence[dict[str, str]] = (), tools: Mapping[str, str] | None = None,
+              file_chars: int | None = None, tidy_hint: bool = True) -> BuiltContext:
         """``tools`` (name -> what it does, in the user's language): the tools the model is offered,
-        named in the memory instructions; None or empty: instructions that name no tool."""
+        named in the memory instructions; None or empty: instructions that name no tool.
+        ``file_chars``: the characters of the user's MEMORY.md as the model reads it; the "tidy your
+        memory" instruction measures it (or, when None, the injected memory) against
+        ``memory_char_limit``. ``tidy_hint=False``: that instruction is left out (a session shows it once)."""
         if not isinstance(user_message, str):
             raise InvalidInputError("build_context needs the user message as a string")
         pol, lab, enc = self.policy, LABELS[self.language], self.policy.token_encoding
         budget = pol.context_window - reserve_tokens(pol.context_window)
         parts = [base_prompt.strip() if base_prompt is not None else lab["base" if memory_enabled else "base_off"]]
-        memory_chars, truncated, ids = 0, False, tuple[str, ...]()
+        memory_chars, truncated, ids, hint = 0, False, tuple[str, ...](), ""
         if memory_enabled:
             retrieval = self.retriever.retrieve(user_message if user_message.strip() else None, self.user_id)
             ids = tuple(h.record.id for h in retrieval.hits)
@@ -197,11 +202,9 @@ class ContextBuilder:
                 parts.append(prompts.render("memory_tools", self.language, tools=listed).strip())
             else:
                 parts.append(prompts.load("memory_instructions", self.language).strip())
-            if truncated:
-                parts.append(prompts.render("memory_tidy", self.language, limit=pol.memory_char_limit).strip())
-            elif memory_chars * 100 >= pol.memory_char_limit * pol.memory_tidy_percent:  # approaching the limit
-                parts.append(prompts.render("memory_tidy_near", self.language, limit=pol.memory_char_limit,
-                                            percent=memory_chars * 100 // pol.memory_char_limit).strip())
+            hint = self._tidy(memory_chars, truncated, file_chars)
+            if hint and tidy_hint:
+                parts.append(hint)
         system = "\n\n".join(p for p in parts if p)
 
         tail = [{"role": "user", "content": user_message}, *[dict(m) for m in after]]
@@ -231,4 +234,19 @@ class ContextBuilder:
         messages = [{"role": "system", "content": system}, *used, *tail]
         return BuiltContext(messages=messages, tokens=messages_tokens(messages, enc), budget=budget,
                             memory_chars=memory_chars, truncated=truncated, history_used=len(used),
-                            history_available=available, memory_ids=ids)
+                            history_available=available, memory_ids=ids,
+                            tidy_hint=bool(memory_enabled and tidy_hint and hint))
+
+    def _tidy(self, memory_chars: int, truncated: bool, file_chars: int | None) -> str:
+        """The "tidy your memory" instruction that applies ('' when none does): the injected memory was
+        cut, MEMORY.md is over its capacity, or one of them reaches ``memory_tidy_percent`` of it."""
+        pol = self.policy
+        limit = pol.memory_char_limit
+        if truncated:
+            return prompts.render("memory_tidy", self.language, limit=limit).strip()
+        if file_chars is not None and file_chars > limit:
+            return prompts.render("memory_tidy_over", self.language, limit=limit, chars=file_chars).strip()
+        fill = max(memory_chars, file_chars or 0)
+        if fill * 100 >= limit * pol.memory_tidy_percent:  # approaching the limit
+            return prompts.render("memory_tidy_near", self.language, limit=limit, percent=fill * 100 // limit).strip()
+        return ""

@@ -7,7 +7,12 @@ query, ``neighbours``) and a ``Decider``, ``plan`` returns what to store and typ
   takes the new one's source ids; nothing new is stored;
 - ``Replace``: a changed near-duplicate supersedes the old memory (archived, ``contradicts``);
 - ``Merge``: the LLM's merged text supersedes the old memory (archived, ``refines``);
-- ``KeepBoth``: both stay (an LLM said so, or could not decide).
+- ``KeepBoth``: both stay (an LLM said so, or could not decide); where the LLM judged them two
+  distinct memories that agree, or two pieces of one call say nearly the same in other words, the
+  new one ``supports`` the old.
+
+Every action carries ``score``, the cosine of the pair, which becomes the strength of the relation
+it leaves.
 
 The ``RuleDecider`` is the deterministic rule (the newest wins); the LLM decider
 (``merge.LlmDecider``) asks the chat model before the workspace lock is taken."""
@@ -188,6 +193,7 @@ class Replace:
     old: MemoryRecord
     new: MemoryRecord
     decision: Decision
+    score: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -199,6 +205,7 @@ class Merge:
     new: MemoryRecord
     decision: Decision
     incoming: str
+    score: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -208,6 +215,13 @@ class KeepBoth:
     old: MemoryRecord
     new: MemoryRecord
     decision: Decision | None  # None: two candidates of one call with other words
+    score: float = 1.0
+
+    @property
+    def agrees(self) -> bool:
+        """Whether the two are distinct memories that agree: an LLM judged them worth keeping both,
+        or two pieces of one call said nearly the same in other words (not a failed LLM answer)."""
+        return self.decision is None or self.decision.by_llm
 
 
 Action = Union[Absorb, Replace, Merge, KeepBoth]
@@ -231,8 +245,8 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
     vecs = np.array(vecs, copy=True)
     keep: list[int] = []
     updates: dict[str, MemoryRecord] = {}  # stored id -> that record with the absorbed source ids
-    supersede: list[tuple[int, MemoryRecord, Decision, str | None]] = []  # (i, old, decision, incoming)
-    both: list[tuple[int, MemoryRecord, Decision | None]] = []
+    supersede: list[tuple[int, MemoryRecord, Decision, str | None, float]] = []  # (i, old, decision, incoming, score)
+    both: list[tuple[int, MemoryRecord, Decision | None, float]] = []
     block = _Block(vecs, threshold)
     kept = np.zeros(len(cands), dtype=bool)  # kept[j]: j is in ``keep``
     lookup = dict(near.existing)  # the stored records, with the absorbed source ids as the plan goes
@@ -245,7 +259,8 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
             close: list[int] = np.flatnonzero(block.row(i) & kept[:i]).tolist() if keep else []
             twin = next((cands[j].record for j in close if (cands[j].record.file == EPISODIC) == episodic), None)
             if twin is not None and not same_words(twin, c.record) and not episodic:
-                both.append((i, twin, None))  # a near-duplicate with different words within one call
+                j = next(j for j in close if cands[j].record.id == twin.id)
+                both.append((i, twin, None, float(vecs[i] @ vecs[j])))  # a near-duplicate with other words, one call
                 keep.append(i)
                 continue
             if twin is not None:
@@ -258,22 +273,24 @@ def plan(cands: Sequence[Candidate], vecs: np.ndarray, near: Neighbours, decider
             updates[twin.id] = lookup[twin.id] = absorb(updates.get(twin.id, twin), c.record)
             continue
         decision = decider.decide(i, twin, c.record)  # a changed near-duplicate
+        score = next((float(s) for mid, s in near.near[i] if mid == twin.id), threshold)
         if decision.verdict is Verdict.MERGE:
             incoming = c.record.content
             cands[i] = Candidate(merged_record(twin, c.record, decision), c.origin)
             if decision.vector is not None:
                 vecs[i] = decision.vector
                 block.changed(i)
-            supersede.append((i, twin, decision, incoming))
+            supersede.append((i, twin, decision, incoming, score))
         elif decision.verdict is Verdict.REPLACE:
-            supersede.append((i, twin, decision, None))
+            supersede.append((i, twin, decision, None, score))
         else:
-            both.append((i, twin, decision))
+            both.append((i, twin, decision, score))
         keep.append(i)
     actions: list[Action] = [Absorb(near.existing[mid], new) for mid, new in updates.items()]
-    for i, old, decision, said in supersede:
+    for i, old, decision, said, score in supersede:
         new = cands[i].record
-        actions.append(Merge(old, new, decision, said) if said is not None else Replace(old, new, decision))
-    actions.extend(KeepBoth(old, cands[i].record, decision) for i, old, decision in both)
+        actions.append(Merge(old, new, decision, said, score) if said is not None
+                       else Replace(old, new, decision, score))
+    actions.extend(KeepBoth(old, cands[i].record, decision, score) for i, old, decision, score in both)
     stored = [cands[i] for i in keep]
     return Plan(stored, vecs[keep] if keep else np.zeros((0, vecs.shape[1]), np.float32), actions)

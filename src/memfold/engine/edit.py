@@ -23,7 +23,7 @@ from ..text.memory_markdown import clean_content
 from ..text.terms import terms
 from .guard import screen_text
 from .pin import PinStore
-from .purge import purge, remove
+from .purge import QUERY_MIN, purge, remove
 from .read import Retriever
 from .store import UserStore
 
@@ -169,5 +169,8 @@ class Editor:
         # deleted means deleted: history words, older versions, backups, snapshot, and a quoted reply
         # that repeats the words asked for
         older = purge(st, done, () if by_id else (query_or_id,))
+        if not done and not by_id and len(query_or_id.strip()) >= QUERY_MIN:
+            # nothing stored matched: the searches that asked for the words go all the same
+            st.index.forget_usage(user_id, [], [query_or_id])
         self._pins().discard(user_id, [r.content for r in [*done, *older]])
         return done

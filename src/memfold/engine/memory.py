@@ -24,8 +24,10 @@ from ..providers.embedder import Embedder, make_embedder
 from ..text.memory_markdown import clean_content
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
-from . import guard
+from . import guard, usage
 from . import records as rec
+from . import relations as relations_mod
+from . import skills as skills_mod
 from .edit import Editor
 from .guard import check_fields, screen_text
 from .memory_parts import AgentCalls, Upkeep
@@ -60,11 +62,14 @@ def _one_of(call: str, name: str, value: Any, alias: str, other: Any) -> Any:
 class Memory(AgentCalls, Upkeep):
     """Long-term memory for agents: Markdown files as the source of truth, a derived index.
 
-    ``Memory(root=...)``; every call takes ``user_id`` (default ``"default"``)."""
+    ``Memory(root=...)``; every call takes ``user_id`` (default ``"default"``). A ``Memory`` kept
+    open runs the due maintenance jobs in a background thread (``[maintenance]``: the first look
+    after ``first_run_seconds``, then every ``interval_minutes``); ``background=False`` starts
+    no thread, ``close()`` stops it."""
 
     def __init__(self, root: str | Path | None = None, *, settings: Settings | None = None,
                  embedder: Embedder | None = None, index: Index | None = None,
-                 policy: dict[str, Any] | None = None, language: str | None = None):
+                 policy: dict[str, Any] | None = None, language: str | None = None, background: bool = True):
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
         self.embedder = embedder or make_embedder(self.settings.embedder)
@@ -85,8 +90,47 @@ class Memory(AgentCalls, Upkeep):
                                 else None)
         self._ends = SessionEnds(lambda u: self.workspace.user(u).dir, lambda: self._session_ports)  # locks, TTL
         self._session_ports = SessionPorts(self, self, self, self.embedder, self.index, self._ends.locks, self.memory_enabled,
-                                           after_message=self.evolution)
+                                           after_message=self.evolution, file_chars=self._memory_file_chars)
+        self._file_sizes: dict[str, tuple[tuple[int, int], int | None]] = {}  # user -> (file stat, characters)
         self.policy("default")  # validate argument overrides at construction
+        self._scheduler: Any = None
+        if background:
+            self.start_maintenance()
+
+    def _memory_file_chars(self, user_id: str) -> int | None:
+        """MEMORY.md's characters as the model reads it (as a query-less context injects it: no id or
+        template comments, no blank runs), measured again only when the file changed."""
+        from .context import clean_memory_file
+
+        store = self._store(user_id)
+        try:
+            st = (store.space.dir / FILE_MEMORY).stat()
+        except FileNotFoundError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        with self._lock:
+            got = self._file_sizes.get(user_id)
+        if got is not None and got[0] == stamp:
+            return got[1]
+        try:
+            chars: int | None = len(clean_memory_file(split_marker(store.space.read(FILE_MEMORY))[0]))
+        except NotFoundError:
+            chars = None
+        with self._lock:
+            self._file_sizes[user_id] = (stamp, chars)  # one entry per namespace this Memory has opened
+        return chars
+
+    def start_maintenance(self) -> bool:
+        """Start the background maintenance of a long-lived process (``[maintenance]``), once; False
+        when it is switched off (``background = false`` or ``interval_minutes = 0``)."""
+        from ..maintenance.schedule import background_scheduler
+
+        with self._lock:
+            if self._scheduler is None:
+                self._scheduler = background_scheduler(self)
+                if self._scheduler is not None:
+                    self._scheduler.start()
+            return self._scheduler is not None
 
     # ---- wiring ----------------------------------------------------------------------
     def _store(self, user_id: str) -> UserStore:
@@ -127,9 +171,14 @@ class Memory(AgentCalls, Upkeep):
 
     def close(self) -> None:
         """Close the index and the LLM client (the chat model made from the settings), after a
-        background compression in progress has finished."""
+        background compression in progress has finished (a background maintenance run stops at its
+        next step)."""
+        if self._scheduler is not None:
+            self._scheduler.stop()
         if "_auto" in self.__dict__:
             self._auto.join()
+        if "_evolution" in self.__dict__:  # a reflection in progress writes its outcome first
+            self._evolution.join()
         chat_close = getattr(self.chat_model, "close", None)
         if callable(chat_close):
             chat_close()
@@ -281,9 +330,11 @@ class Memory(AgentCalls, Upkeep):
     def search(self, query: str, user_id: str = "default", *, limit: int | None = None,
                memory_type: str | None = None, record_access: bool = True,
                include_episodic: bool = True, include_archived: bool = False,
-               now: datetime | str | None = None, filters: dict[str, Any] | None = None) -> list[SearchHit]:
+               now: datetime | str | None = None, filters: dict[str, Any] | None = None,
+               related: bool = False) -> list[SearchHit]:
         """Hybrid search (keywords + vectors, rescored by similarity, recency and importance);
-        updates access statistics unless ``record_access=False``; ``include_archived`` searches
+        updates access statistics and the usage record unless ``record_access=False``;
+        ``related=True`` gives each hit its related memories (``SearchHit.related``); ``include_archived`` searches
         archived memories too (merged, compressed or tidied away); ``now`` (default: the clock) is
         the moment recency and the query's time expressions ("last week", "上个月") are measured from;
         ``filters`` keeps the hits that match (``memfold.filters``: structured data, type, dates, importance)."""
@@ -300,10 +351,22 @@ class Memory(AgentCalls, Upkeep):
         include_episodic = guard.flag(include_episodic, "include_episodic")
         include_archived = guard.flag(include_archived, "include_archived")
         at = guard.timestamp(now, "now")
+        related = guard.flag(related, "related")
         if where is None:
-            return self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
+            hits = self.retriever.search(query, user_id, limit=limit, memory_type=memory_type,
                                          record_access=record_access, include_episodic=include_episodic,
                                          include_archived=include_archived, now=at)
+        else:
+            hits = self._filtered_search(query, user_id, where, limit, memory_type, include_episodic,
+                                         include_archived, at, record_access)
+        if record_access:
+            usage.record(self.index, self.policy(user_id), user_id, query, [h.record.id for h in hits],
+                         at or utcnow())
+        return relations_mod.with_related(self.index, user_id, hits) if related else hits
+
+    def _filtered_search(self, query: str, user_id: str, where: Any, limit: int | None, memory_type: str | None,
+                         include_episodic: bool, include_archived: bool, at: datetime | None,
+                         record_access: bool) -> list[SearchHit]:
         want = limit or self.policy(user_id).retrieve_limit
         ask = min(max(4 * want, 20), FILTERED_POOL)
         while True:  # the ranked hits, widened until enough of them match (the index tests each batch)
@@ -381,8 +444,53 @@ class Memory(AgentCalls, Upkeep):
         return hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
-        """The relations of a memory to others (``contradicts``, ``refines``, …)."""
+        """The relations of a memory to others (``supports``, ``contradicts``, ``refines``,
+        ``duplicates``, ``summarizes``), each with its strength."""
         return self.index.relations(guard.user(user_id), guard.ident(memory_id, "memory_id"))
+
+    def relate(self, source_id: str, target_id: str, relation: str, user_id: str = "default", *,
+               strength: float = 1.0) -> dict[str, Any]:
+        """Record that memory ``source_id`` ``relation``s memory ``target_id`` (``supports``,
+        ``contradicts``, ``refines``, ``duplicates``, ``summarizes``) with ``strength`` 0 to 1;
+        the same pair and kind again replaces its strength. Both must be memories of the namespace."""
+        return relations_mod.relate(self, guard.user(user_id), guard.ident(source_id, "source_id"),
+                                    guard.ident(target_id, "target_id"), relation, strength)
+
+    def unrelate(self, source_id: str, target_id: str, relation: str | None = None,
+                 user_id: str = "default") -> int:
+        """Delete the relations from ``source_id`` to ``target_id`` (of one kind, or all); how many went."""
+        return relations_mod.unrelate(self, guard.user(user_id), guard.ident(source_id, "source_id"),
+                                      guard.ident(target_id, "target_id"), relation)
+
+    def usage(self, user_id: str = "default") -> dict[str, Any]:
+        """The usage record read back: how many searches it holds, the memories they returned most
+        often and the queries that found nothing."""
+        user_id = guard.user(user_id)
+        return usage.report(self.index, self.policy(user_id), user_id)
+
+    # ---- skills (learnings.md) ---------------------------------------------------------------
+    def add_skill(self, name: str, user_id: str = "default", *, when_to_use: str | None = None,
+                  steps: Sequence[str] | None = None, tools: Sequence[str] | None = None,
+                  outcome: str | None = None, importance: float | None = None,
+                  agent_id: str | None = None) -> AddResult:
+        """Save a skill (what to do, when, with which tools, to what end) in the skills section of
+        ``learnings.md``, as labelled lines a person can edit; a near-duplicate skill is updated."""
+        return skills_mod.add_skill(self, guard.user_arg(user_id, "add_skill"), name, when_to_use=when_to_use,
+                                    steps=steps, tools=tools, outcome=outcome, importance=importance,
+                                    agent_id=agent_id)
+
+    def skill_succeeded(self, memory_id: str, user_id: str | None = None, *,
+                        when: datetime | None = None) -> MemoryRecord:
+        """Count one more success of a skill: its success count goes up and its last success is
+        ``when`` (default: today). Returns the skill as it is now."""
+        if when is not None and not isinstance(when, datetime):
+            raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
+        return skills_mod.skill_succeeded(self, guard.ident(memory_id, "memory_id"), user_id, when)
+
+    def skills(self, user_id: str = "default") -> list[dict[str, Any]]:
+        """The namespace's skills with their fields (name, when to use, steps, tools, outcome,
+        successes, last success), most successful first."""
+        return skills_mod.skills(self, guard.user(user_id))
 
     def users(self) -> list[str]:
         """Every namespace that has files or index rows."""
@@ -399,6 +507,7 @@ class Memory(AgentCalls, Upkeep):
                    files=st.space.memory_files(), backups=len(st.space.backups()),
                    embedder=self.embedder.name, index=self.settings.index.backend)
         out["llm_usage"] = self.writer.llm_usage(user_id)  # calls and tokens per operation (SPEC §4.6)
+        out["usage"] = usage.report(self.index, self.policy(user_id), user_id)  # most used, found nothing
         return out
 
     @property

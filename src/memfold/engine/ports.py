@@ -39,8 +39,8 @@ class Pins(Protocol):
 
 
 class MessageHook(Protocol):
-    """Told after a session saved a message (policy evolution counts them); ``conversation``
-    gives the session's summary and buffer when it is needed."""
+    """Told after a session saved a message (policy evolution counts them; its reflection runs in
+    the background); ``conversation`` gives the session's summary and buffer when it is needed."""
 
     def message_added(self, user_id: str,
                       conversation: Callable[[], tuple[str, Sequence[dict[str, Any]]]]) -> Any: ...
@@ -60,3 +60,4 @@ class SessionPorts:
     lock: Callable[[str], AbstractContextManager[Any]] | None = None
     enabled: Callable[[str], bool] | None = None  # memory on for a namespace, read fresh (None: always on)
     after_message: MessageHook | None = None
+    file_chars: Callable[[str], int | None] | None = None  # a namespace's MEMORY.md size as the model reads it

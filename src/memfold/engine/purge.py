@@ -6,6 +6,8 @@ the words of the removed memories leave every copy memfold keeps of them.
   quote them (a merge's old text, an LLM reason, …) (``Index.forget_text``);
 - an episodic turn whose context quotes a removed turn is re-indexed without it, and so is one
   whose context quotes a reply that repeats the words a forget asked for (an assistant's echo);
+- the usage record loses the searches that returned them, and those whose query holds the words
+  a forget asked for;
 - the backups of MEMORY.md are rewritten without their bullets (``UserSpace.purge_backups``);
 - the SQLite index drops the namespace's search snapshot and empties its write-ahead log
   (freed pages are zeroed by ``secure_delete``).
@@ -61,9 +63,11 @@ def purge(store: UserStore, removed: Sequence[MemoryRecord], words: Sequence[str
         unquoted = store.unquote_contexts(texts, rows=[r for r in index.quoting(user, texts + forms) if r.id not in gone],
                                           asked=asked)
         entries = index.forget_text(user, list(gone), texts)
+        searches = index.forget_usage(user, list(gone), asked)  # the usage record: searches that returned them
         rewritten, dropped = store.space.purge_backups(set(gone), texts)
-    log.info("purged %d memories of %s (%d older versions): %d history entries, %d contexts, "
-             "%d backups rewritten, %d deleted", len(removed), user, len(older), entries, unquoted, rewritten, dropped)
+    log.info("purged %d memories of %s (%d older versions): %d history entries, %d contexts, %d usage entries, "
+             "%d backups rewritten, %d deleted", len(removed), user, len(older), entries, unquoted, searches,
+             rewritten, dropped)
     return older
 
 

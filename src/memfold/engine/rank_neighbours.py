@@ -4,11 +4,13 @@ question it answers) but must not steer the ranking.
 
 - The neighbour's words are searched with the turn's own (keywords and vector): they find it.
 - A turn *steered* by its neighbour (none of the query's words in its own, at least half of them
-  in its neighbour's) never ranks above a result whose own words hold some of them: it moves
-  below the last such result.
+  in its neighbour's) never ranks above a result that says itself every query word the turn
+  borrows: it moves below the last such result. A result holding only some of them (a greeting
+  that shares one word of a question) does not say the thing; the turn keeps its place.
 - The relevance floor counts a steered turn's borrowed words and its cosine (its vector carries
   the neighbour too) at ``NEIGHBOUR_WEIGHT``: a turn found only by what was said before it is not
-  shown for a short query about something the turn itself does not say.
+  shown for a short query about something the turn itself does not say. A turn that replies to a
+  question is the exception: it is found by the question it answers, and judged as any record.
 
 A turn's own words are its text, its day and its speaker; the date in words and the speaker's
 name are the turn's own (they say when and who), only the previous turn is borrowed."""
@@ -71,34 +73,57 @@ def borrowed_only(r: MemoryRecord, qterms: Collection[str]) -> bool:
     return o == 0 and b > 0 and 2 * b >= len(set(qterms))
 
 
+def _query_terms(r: MemoryRecord, q: set[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(the query terms in a record's own words, the query terms only its neighbour's words hold)."""
+    own, borrowed = own_and_borrowed(r.content, r.context if r.file == EPISODIC else "")
+    return own & q, borrowed & q
+
+
+def answers_a_question(r: MemoryRecord) -> bool:
+    """A turn whose neighbour (the turn before it) asks a question: it is the reply."""
+    neighbour = split_context(r.context)[1] if r.file == EPISODIC and r.context else ""
+    return neighbour.rstrip().endswith(("?", "？"))
+
+
 def own_words_first(records: list[MemoryRecord], qterms: Collection[str]) -> list[int]:
-    """The order (positions into ``records``, ranked best first) in which no steered turn
-    stands above a record whose own words hold a query term; otherwise the ranking is kept."""
+    """The order (positions into ``records``, ranked best first) in which no steered turn stands
+    above a record that says in its own words every query term the turn borrows from its
+    neighbour (the turn that says the thing itself); otherwise the ranking is kept. A record holding
+    only some of them (a greeting that shares one word of a question) does not say the thing: the
+    turn keeps its place above it."""
     if not qterms:
         return list(range(len(records)))
-    last_own = -1
-    moved: list[int] = []
+    q = set(qterms)
+    below: dict[int, list[int]] = {}  # position -> the steered turns placed right after it
+    moved: set[int] = set()
+    held: list[frozenset[str]] | None = None
     for i, r in enumerate(records):
-        if counts(r, qterms)[0] > 0:
-            last_own = i
-    if last_own < 0:
+        if not borrowed_only(r, q):
+            continue
+        if held is None:
+            held = [_query_terms(x, q)[0] for x in records]
+        wanted = _query_terms(r, q)[1]
+        last = next((j for j in range(len(records) - 1, i, -1) if wanted <= held[j]), -1)
+        if last > i:
+            below.setdefault(last, []).append(i)
+            moved.add(i)
+    if not moved:
         return list(range(len(records)))
     order: list[int] = []
-    for i, r in enumerate(records):
-        if i < last_own and borrowed_only(r, qterms):
-            moved.append(i)
-            continue
-        order.append(i)
-        if i == last_own:
-            order.extend(moved)
+    for i in range(len(records)):
+        if i not in moved:
+            order.append(i)
+        order.extend(below.get(i, ()))
     return order
 
 
 def turn_relevance(r: MemoryRecord, cosine: float, qterms: Collection[str], weight: float) -> float | None:
     """The calibrated relevance of a turn steered by its neighbour (``borrowed_only``; None for any
     other record: ``relevance.relevance`` applies): its borrowed query terms count ``weight`` of one
-    of its own, and so does its cosine part (its vector carries the neighbour's words too)."""
-    if weight >= 1.0 or not borrowed_only(r, qterms):
+    of its own, and so does its cosine part (its vector carries the neighbour's words too). A turn
+    that replies to a question (its neighbour asks one) is the answer to what the neighbour asked:
+    it is judged like any other record."""
+    if weight >= 1.0 or not borrowed_only(r, qterms) or answers_a_question(r):
         return None
     _, b = counts(r, qterms)
     q = len(set(qterms))

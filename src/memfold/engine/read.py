@@ -40,11 +40,11 @@ from .records import index_text
 from .relevance import relevance, terms_held
 from .search_scope import scoped
 from .store import UserStore
-from .turns import same_text
+from .turns import one_place_per_turn, same_text
 
 log = logging.getLogger("memfold.search")
 
-_HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance")
+_HIT_FIELDS = ("record", "score", "similarity", "keyword_score", "vector_score", "relevance", "related")
 # a search makes ~30 hits: each by filling a bare instance's __dict__ when ``fillable`` allows it
 _FILL_HIT = fillable(SearchHit, _HIT_FIELDS)
 
@@ -55,7 +55,7 @@ def _hit(record: MemoryRecord, score: float, similarity: float, keyword_score: f
         return SearchHit(record, score, similarity, keyword_score, vector_score, relevance)
     h = object.__new__(SearchHit)
     h.__dict__.update(record=record, score=score, similarity=similarity, keyword_score=keyword_score,
-                      vector_score=vector_score, relevance=relevance)
+                      vector_score=vector_score, relevance=relevance, related=None)
     return h
 
 
@@ -156,7 +156,19 @@ def collapse_turn_copies(hits: list[SearchHit], absorbed: dict[str, list[MemoryR
 def _own_words_first(hits: list[SearchHit], qset: set[str]) -> list[SearchHit]:
     """``rank_neighbours.own_words_first`` on ranked hits: a turn moved below a result holding the
     query's words in its own takes that result's score when its own was higher."""
-    order = own_words_first([h.record for h in hits], qset)
+    return _in_order(hits, own_words_first([h.record for h in hits], qset))
+
+
+def _one_place_per_turn(hits: list[SearchHit]) -> list[SearchHit]:
+    """``turns.one_place_per_turn`` on ranked hits (a memory moved down takes the score above it
+    when its own was higher)."""
+    return _in_order(hits, one_place_per_turn([h.record for h in hits]))
+
+
+def _in_order(hits: list[SearchHit], order: list[int]) -> list[SearchHit]:
+    """``hits`` in ``order``, each score at most the one placed before it."""
+    if order == list(range(len(hits))):
+        return hits
     out: list[SearchHit] = []
     for i in order:
         h = hits[i]
@@ -350,7 +362,7 @@ class Retriever:
         hits.sort(key=lambda h: (-h.score, h.record.created_at, h.record.source_ids, h.record.content, h.record.id))
         hits = _own_words_first(hits, qset)
         absorbed: dict[str, list[MemoryRecord]] = {}
-        hits = collapse_turn_copies(hits, absorbed) if collapse_copies else hits
+        hits = _one_place_per_turn(collapse_turn_copies(hits, absorbed)) if collapse_copies else hits
         if pool is not None:  # the caller's own records (the candidates' rows are shared with the record cache)
             pool.extend(_hit(own_copy(h.record), h.score, h.similarity, h.keyword_score, h.vector_score) for h in hits)
         judged = [r.id for h in hits[: k + k // 2] for r in (h.record, *absorbed.get(h.record.id, ()))]

@@ -78,6 +78,7 @@ class _State:
     updated_at: str = ""
     closed_at: str = ""  # set when the session ended (engine/session_end.py)
     closed_reason: str = ""  # "close" | "ttl"
+    tidy_hint_shown: bool = False  # the "tidy your memory" instruction was shown (once per session)
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": 1, **self.__dict__}
@@ -192,6 +193,8 @@ class Session:
         content = guard.text(content, "content")
         check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts", "content")
         content = redact(content)  # kept in the session state and sent to the summary LLM: never a secret
+        if role == "user" and not extracted and ends.may_extract(self._ports, self.user_id, self.memory_enabled):
+            self._remember_now(content)
         with self._guard():
             self._reload()
             if self._state.closed_at:
@@ -206,6 +209,26 @@ class Session:
         if self._ports.after_message is not None:  # policy evolution (outside the session's lock)
             self._ports.after_message.message_added(self.user_id, lambda: (self.summary, self.messages))
         return update
+
+    def _remember_now(self, content: str) -> None:
+        """An explicit request ("remember that …", "记住…") is stored at once, not when the session ends,
+        so another session sees it meanwhile. The message is still extracted at the end like the others
+        (its turn is stored then; the memory is found stored already). A failure is logged."""
+        from ..text.extraction import sentences, strip_command
+
+        asked = [p for p in sentences(content) if strip_command(p)[1]]
+        if not asked:
+            return
+        with self._guard():  # a closed session stores nothing (add_message raises below)
+            self._reload()
+            if self._state.closed_at:
+                return
+        try:
+            for p in asked:
+                self._ports.ingest.add(p, self.user_id, agent_id=self.agent_id, session_id=self.session_id)
+        except MemfoldError as exc:
+            log.warning("session %s: storing %r at once failed (%s); it is extracted when the session ends",
+                        self.session_id, asked[0][:80], exc)
 
     def summarize(self) -> SessionUpdate:
         """Fold everything but the last ``session_summary_keep_count`` messages now."""
@@ -263,9 +286,15 @@ class Session:
         with self._guard():
             self._reload()
             pins = self.recent_memories if self.memory_enabled else []
-            return self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
-                                       memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after,
-                                       tools=tools)
+            sized = self._ports.file_chars
+            built = self._builder.build(user_message, summary=self._state.summary, history=self.messages, pins=pins,
+                                        memory_enabled=self.memory_enabled, base_prompt=base_prompt, after=after,
+                                        tools=tools, file_chars=sized(self.user_id) if sized and self.memory_enabled
+                                        else None, tidy_hint=not self._state.tidy_hint_shown)
+            if built.tidy_hint:  # shown once: the model has it in this session's context now
+                self._state.tidy_hint_shown = True
+                self._save()
+            return built
 
     def task(self, question: str) -> "TaskScratchpad":
         """A scratchpad for one task's ReAct steps; only question and final answer enter the session."""
@@ -393,5 +422,7 @@ def stateless_context(ports: SessionPorts, pins: Sequence[str], policy: Policy, 
                       memory_enabled: bool = True, tools: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """``build_context`` without a session: memory, the agent's pins and the message."""
     builder = ContextBuilder(ports.retriever, ports.embedder, user_id, policy, check_language(language))
+    sized = ports.file_chars
     return builder.build(user_message, pins=pins if memory_enabled else [], memory_enabled=memory_enabled,
-                         base_prompt=base_prompt, tools=tools).messages
+                         base_prompt=base_prompt, tools=tools,
+                         file_chars=sized(user_id) if sized and memory_enabled else None).messages

@@ -195,6 +195,7 @@ class UserStore:
             return
         olds = self.index.get(self.user_id, list(ids))
         self.index.delete(self.user_id, list(ids))
+        self.index.forget_usage(self.user_id, list(ids))  # a line deleted by hand: the searches that returned it
         self.index.append_history([HistoryEntry(o.id, self.user_id, action, utcnow(), o.content, None, detail)
                                    for o in olds])
 
@@ -451,11 +452,20 @@ class UserStore:
             for rel in {r.file for r in rows}:
                 hashes.update(self.index.content_hashes(self.user_id, rel))
             self._prior = ({r.id: r for r in rows}, hashes)
+            file_ids = {r.id for r in rows}
+            links = [x for x in self.index.iter_relations(self.user_id)
+                     if x.source_id in file_ids or x.target_id in file_ids]  # rows cleared below drop theirs
             try:
                 self.index.clear_files(self.user_id)
-                return self.sync(force=True)
+                n = self.sync(force=True)
             finally:
                 self._prior = None
+            here = {r.id for r in self.index.get(self.user_id, sorted({i for x in links
+                                                                      for i in (x.source_id, x.target_id)}))}
+            for x in links:  # the relations of memories still in their files come back
+                if x.source_id in here and x.target_id in here:
+                    self.index.add_relation(self.user_id, x.source_id, x.target_id, x.relation, x.strength)
+            return n
 
 
 def _transaction(index: Index) -> AbstractContextManager[Any]:

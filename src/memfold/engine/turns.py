@@ -3,7 +3,9 @@
 A user turn is kept in the index as it was said (``file`` ''); the memories the rules or the LLM
 extract from it are bullets of ``MEMORY.md`` that list the turn's key (its first source id) among
 their ``source_ids``. A listing or a search shows each fact once: a turn stands for itself only
-while no memory taken from it is shown, and near-identical texts (``same_text``) count once."""
+while no memory taken from it is shown, and near-identical texts (``same_text``) count once.
+In a search, one turn takes one place among the results first: the further memories taken
+from the same turn follow the results from other turns (``one_place_per_turn``)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,26 @@ BATCH = 500  # rows a listing reads at a time while it skips the turns its memor
 def same_text(text: str) -> str:
     """A text as near-identical copies share it: its words, case folded, without punctuation and spacing."""
     return " ".join(_WORDS.findall(text.casefold()))
+
+
+def one_place_per_turn(records: list[MemoryRecord]) -> list[int]:
+    """The order (positions into ``records``, ranked best first) in which a memory taken from the
+    same single turn as a memory placed before it follows every result from elsewhere: one long
+    turn the rules split into several memories ("I usually wake up at 7:15 on weekdays. On
+    weekends I'd like to wake up at 8") does not fill the first places alone. Memories of several
+    turns (an LLM's extraction from a whole conversation, a memory said again) and turns keep
+    their place; so does every record when no turn gave two."""
+    seen: set[str] = set()
+    first: list[int] = []
+    later: list[int] = []
+    for i, r in enumerate(records):
+        if r.file != EPISODIC and r.is_active and len(r.source_ids) == 1:
+            if r.source_ids[0] in seen:
+                later.append(i)
+                continue
+            seen.add(r.source_ids[0])
+        first.append(i)
+    return first + later
 
 
 def one_fact_once(index: RecordStore, user_id: str, *, active_only: bool, memory_type: str | None,

@@ -100,6 +100,11 @@ def _parse_message(i: int, m: Any) -> Message:
                    name=guard.text(name, f"message {i} name").strip() or None if name is not None else None)
 
 
+def strength(score: float) -> float:
+    """A relation's strength from the cosine of the pair it relates (0 to 1)."""
+    return round(min(1.0, max(0.0, float(score))), 4)
+
+
 class WritePath:
     def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], *,
                  llm: "LLMSettings | ChatModel | None" = None, forget: forget_requests.FinderFn | None = None,
@@ -388,5 +393,8 @@ class WritePath:
             if a.decision.by_llm:
                 detail.update(action=a.decision.verdict.value, reason=a.decision.reason, new_content=a.new.content)
             store.archive(a.old, a.new.id, detail)
-            store.index.add_relation(user_id, a.new.id, a.old.id, a.decision.relation, 1.0)
+            store.index.add_relation(user_id, a.new.id, a.old.id, a.decision.relation, strength(a.score))
+        for both in plan.actions:  # distinct memories whose evidence agrees
+            if isinstance(both, dedupe.KeepBoth) and both.agrees:
+                store.index.add_relation(user_id, both.new.id, both.old.id, "supports", strength(both.score))
         return new_records, merged

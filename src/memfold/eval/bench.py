@@ -98,7 +98,7 @@ _COLD = """
 import sys, time
 t0 = time.perf_counter()
 from memfold import Memory
-m = Memory(root=sys.argv[1])
+m = Memory(root=sys.argv[1], background=False)
 t1 = time.perf_counter()
 m.search(sys.argv[2], sys.argv[3], limit=10, record_access=False)
 t2 = time.perf_counter()
@@ -139,7 +139,7 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, n_queries: 
     recorder = RecordingEmbedder(cached)
     # the index is measured: no hot cache (the second pass would be cache hits; see benchmarks/cache_repeat.py)
     settings_over = {"index": {"backend": backend}, "cache": {"backend": "off"}}
-    with Memory(settings=load_settings(root, **settings_over), embedder=recorder) as mem:
+    with Memory(settings=load_settings(root, **settings_over), embedder=recorder, background=False) as mem:
         cached.embed(["warm up"])  # the model loads here, not inside the timed ingest (cold start is timed apart)
         progress.start(f"n={n}: batch ingest", n)
         batch_s = model_s = 0.0

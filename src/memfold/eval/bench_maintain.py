@@ -57,7 +57,8 @@ def _bench_one(n: int, root: Path, embedder: Embedder, backend: str, progress: P
     user = f"maint-{n}-{os.getpid()}"
     settings = load_settings(root, index={"backend": backend})
     progress.start(f"n={n}: maintenance", 2 + len(job_names()))
-    with Memory(settings=settings, embedder=embedder, policy={"long_term_compress_char_threshold": 1000}) as mem:
+    with Memory(settings=settings, embedder=embedder, policy={"long_term_compress_char_threshold": 1000},
+                background=False) as mem:
         t0 = time.perf_counter()
         mem.import_records(synthetic_rows(n, user))
         setup_s = time.perf_counter() - t0

@@ -105,7 +105,7 @@ def eval_memory(root: str | Path | None, *, embedder: Embedder | None = None,
         inner = embedder or make_embedder(load_settings(root or tmp).embedder)
         if vector_cache is not None:
             inner = cached = CachedEmbedder(inner, vector_cache)
-        with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy) as mem:
+        with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy, background=False) as mem:
             yield mem
     finally:
         if cached is not None:

@@ -253,6 +253,18 @@ def _v6(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     ]
 
 
+def _v7(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
+    """The usage record: each search's query (redacted), time and the ids it returned, bounded by
+    age and count (``[usage]``), deleted with the memories it names."""
+    return [
+        """CREATE TABLE IF NOT EXISTS memory_usage_log (
+            n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, user_id TEXT NOT NULL, at TIMESTAMPTZ NOT NULL,
+            query TEXT NOT NULL, ids TEXT[] NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS memory_usage_log_user ON memory_usage_log (user_id, n)",
+        "CREATE INDEX IF NOT EXISTS memory_usage_log_ids ON memory_usage_log USING gin (ids)",
+    ]
+
+
 # version -> (description, statements for a given vector dimension). Append, never edit.
 MIGRATIONS: dict[int, tuple[str, Any]] = {
     1: ("memories, relations, history, file states, state store, access log; HNSW + GIN indexes", _v1),
@@ -261,6 +273,7 @@ MIGRATIONS: dict[int, tuple[str, Any]] = {
     4: ("vectors stored in the row", _v4),
     5: ("change counters and tombstones for in-process keyword search; vectors may follow their row", _v5),
     6: ("access statistics beside the rows, read through the memory_rows view", _v6),
+    7: ("the usage record: queries, times and the ids they returned", _v7),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

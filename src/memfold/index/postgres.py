@@ -203,6 +203,42 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
                 "user_id = EXCLUDED.user_id, strength = EXCLUDED.strength, created_at = EXCLUDED.created_at",
                 (user_id, source_id, target_id, relation, strength, datetime.now(timezone.utc)))
 
+    def remove_relation(self, user_id: str, source_id: str, target_id: str, relation: str | None = None) -> int:
+        with self._cur(write=True) as cur:
+            cur.execute("DELETE FROM memory_relations WHERE user_id = %s AND source_memory_id = %s AND "
+                        "target_memory_id = %s AND (%s::text IS NULL OR relation_type = %s)",
+                        (user_id, source_id, target_id, relation, relation))
+            return int(cur.rowcount)
+
+    # ---- the usage record ----------------------------------------------------------------
+    def log_usage(self, user_id: str, at: datetime, query: str, ids: Sequence[str], keep: int,
+                  since: datetime | None) -> None:
+        # one statement (one round trip): the DELETE reads the table as it was before the INSERT,
+        # so the newest keep - 1 rows stay beside the new one
+        with self._cur(write=True) as cur:
+            cur.execute(
+                "WITH added AS (INSERT INTO memory_usage_log (user_id, at, query, ids) VALUES (%s, %s, %s, %s) "
+                "RETURNING n) DELETE FROM memory_usage_log WHERE user_id = %s AND ((%s::timestamptz IS NOT NULL "
+                "AND at < %s) OR n <= (SELECT n FROM memory_usage_log WHERE user_id = %s ORDER BY n DESC "
+                "LIMIT 1 OFFSET %s))",
+                (user_id, at, query, list(ids), user_id, since, since, user_id, max(keep - 1, 0)))
+
+    def usage(self, user_id: str, limit: int) -> list[dict[str, Any]]:
+        with self._cur() as cur:
+            cur.execute("SELECT at, query, ids FROM memory_usage_log WHERE user_id = %s ORDER BY n DESC LIMIT %s",
+                        (user_id, limit))
+            rows = cur.fetchall()
+        return [{"at": at.isoformat(), "query": q, "ids": list(ids)} for at, q, ids in rows]
+
+    def forget_usage(self, user_id: str, ids: Sequence[str], words: Sequence[str] = ()) -> int:
+        if not ids and not words:
+            return 0
+        with self._cur(write=True) as cur:
+            cur.execute("DELETE FROM memory_usage_log WHERE user_id = %s AND (ids && %s::text[] OR EXISTS ("
+                        "SELECT 1 FROM unnest(%s::text[]) w WHERE strpos(lower(query), lower(w)) > 0))",
+                        (user_id, list(ids), list(words)))
+            return int(cur.rowcount)
+
     def set_file_state(self, user_id: str, file: str, state: tuple[int, int] | None) -> None:
         with self._cur(write=True) as cur:
             if state is None:
@@ -405,8 +441,8 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
         with self._cur() as cur:
             cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
                         (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
-                          "memory_access_log", "memory_access", "memory_seq", "memory_tombstones", "memfold_meta",
-                          "memfold_schema_version"],))
+                          "memory_access_log", "memory_usage_log", "memory_access", "memory_seq", "memory_tombstones",
+                          "memfold_meta", "memfold_schema_version"],))
             return int(cur.fetchone()[0])
 
     def close(self) -> None:

@@ -228,6 +228,50 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                              (user_id, source_id, target_id, relation, strength,
                               datetime.now(timezone.utc).isoformat()))
 
+    def remove_relation(self, user_id: str, source_id: str, target_id: str, relation: str | None = None) -> int:
+        with self._lock, self._tx():
+            cur = self._db.execute("DELETE FROM relations WHERE user_id = ? AND source_id = ? AND target_id = ? "
+                                   "AND (? IS NULL OR relation = ?)", (user_id, source_id, target_id, relation, relation))
+            return int(cur.rowcount)
+
+    # ---- the usage record ----------------------------------------------------------------
+    def log_usage(self, user_id: str, at: datetime, query: str, ids: Sequence[str], keep: int,
+                  since: datetime | None) -> None:
+        if self.read_only:  # like access statistics, a side effect of reading
+            return
+        with self._lock, self._tx():
+            self._db.execute("INSERT INTO usage_log (user_id, at, query, ids) VALUES (?, ?, ?, ?)",
+                             (user_id, at.isoformat(), query, json.dumps(list(ids))))
+            if since is not None:
+                self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND at < ?", (user_id, since.isoformat()))
+            cut = self._db.execute("SELECT n FROM usage_log WHERE user_id = ? ORDER BY n DESC LIMIT 1 OFFSET ?",
+                                   (user_id, keep)).fetchone()
+            if cut is not None:
+                self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND n <= ?", (user_id, cut[0]))
+
+    def usage(self, user_id: str, limit: int) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT at, query, ids FROM usage_log WHERE user_id = ? ORDER BY n DESC LIMIT ?",
+                                    (user_id, limit)).fetchall()
+        return [{"at": at, "query": q, "ids": json.loads(ids)} for at, q, ids in rows]
+
+    def forget_usage(self, user_id: str, ids: Sequence[str], words: Sequence[str] = ()) -> int:
+        if not ids and not words:
+            return 0
+        gone = 0
+        with self._lock, self._tx():
+            for k in range(0, len(ids), 500):
+                part = list(ids[k: k + 500])
+                cur = self._db.execute(
+                    "DELETE FROM usage_log WHERE user_id = ? AND EXISTS (SELECT 1 FROM json_each(usage_log.ids) "
+                    f"WHERE value IN ({', '.join('?' * len(part))}))", (user_id, *part))
+                gone += int(cur.rowcount)
+            for w in words:
+                cur = self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND instr(lower(query), lower(?)) > 0",
+                                       (user_id, w))
+                gone += int(cur.rowcount)
+        return gone
+
     def set_file_state(self, user_id: str, file: str, state: tuple[int, int] | None) -> None:
         with self._lock, self._tx():
             if state is None:

@@ -51,6 +51,10 @@ CREATE TABLE IF NOT EXISTS state (
     user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, updated_at TEXT NOT NULL,
     PRIMARY KEY (user_id, kind, key));
 CREATE TABLE IF NOT EXISTS access_log (user_id TEXT NOT NULL, at TEXT NOT NULL, ids TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS usage_log (
+    n INTEGER PRIMARY KEY, user_id TEXT NOT NULL, at TEXT NOT NULL, query TEXT NOT NULL, ids TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS usage_log_user ON usage_log (user_id, n);
+CREATE INDEX IF NOT EXISTS usage_log_user_at ON usage_log (user_id, at);
 """
 
 

@@ -11,7 +11,8 @@ at the next run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -123,6 +124,12 @@ class JobContext:
     dry_run: bool = False
     force: bool = False
     shared: dict[str, Any] = field(default_factory=dict)  # one run's plans, reused by later jobs of a dry run
+    deadline: float | None = None  # time.monotonic() past which a background job stops between two steps
+    stop: Callable[[], bool] | None = None  # true when the process is closing: stop between two steps
+
+    def out_of_time(self) -> bool:
+        """Whether a job should stop at its next step (what is left waits for the next run)."""
+        return bool((self.deadline is not None and time.monotonic() > self.deadline) or (self.stop and self.stop()))
 
     @property
     def language(self) -> str:

@@ -1,5 +1,8 @@
 """Policy evolution (seed 001 §1.7): every ``EVOLVE_EVERY`` messages of a user's sessions, the LLM
-reads the recent conversation and the current policy and proposes overrides as JSON.
+reads the recent conversation and the current policy and proposes overrides as JSON. The
+reflection runs in a background thread (one per namespace at a time), so the message that made
+it due is not held up by the LLM; ``join()`` waits for the reflections in progress
+(``Memory.close`` does).
 
 Only when ``evolution_enabled`` is true and an LLM is configured (never without one). Proposed
 keys that are unknown, not tunable by the LLM (``EVOLVABLE``) or outside their bounds are
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -84,14 +88,17 @@ class PolicyEvolution:
                  user_lock: Callable[[str], Any]):
         self._policy, self._files, self._state = policy, files, state
         self._chat, self._language, self._user_lock = chat, language, user_lock
+        self._threads: dict[str, threading.Thread] = {}  # namespace -> its reflection in progress
+        self._lock = threading.Lock()
 
     def message_added(self, user_id: str, conversation: Callable[[], tuple[str, Sequence[dict[str, Any]]]]
-                      ) -> EvolutionResult | None:
-        """Count one message; every ``EVOLVE_EVERY``-th reflects on ``conversation()`` (summary,
-        messages). None when evolution is off, there is no LLM, or it is not time yet."""
+                      ) -> bool:
+        """Count one message; every ``EVOLVE_EVERY``-th starts a reflection on ``conversation()``
+        (summary, messages, read now) in a background thread. True when one was started; False when
+        evolution is off, there is no LLM, it is not time yet, or the namespace's last one still runs."""
         try:  # evolution never fails the message that was just saved
             if not self._policy(user_id).evolution_enabled or self._chat() is None:
-                return None
+                return False
             with self._files(user_id).lock:
                 doc = self._state.get_state(user_id, STATE_KIND, STATE_KEY) or {}
                 count = int(doc.get("messages", 0)) + 1
@@ -99,16 +106,41 @@ class PolicyEvolution:
                 doc["messages"] = 0 if due else count
                 self._state.put_state(user_id, STATE_KIND, STATE_KEY, doc)
             if not due:
-                return None
+                return False
             summary, messages = conversation()
-            try:
-                return self.reflect(user_id, summary, messages)
-            except MemfoldError as exc:  # e.g. an overrides file broken by hand
-                log.warning("policy evolution for %s changed nothing: %s", user_id, exc)
-                return self._record(user_id, EvolutionResult("failed", reason=str(exc)))
         except MemfoldError as exc:  # e.g. a read-only workspace
             log.warning("policy evolution for %s skipped: %s", user_id, exc)
-            return None
+            return False
+        with self._lock:
+            running = self._threads.get(user_id)
+            if running is not None and running.is_alive():
+                log.info("policy evolution for %s: the last reflection still runs; this one is skipped", user_id)
+                return False
+            t = threading.Thread(target=self._reflect_quietly, args=(user_id, summary, list(messages)),
+                                 name=f"memfold-evolve-{user_id}", daemon=True)
+            self._threads = {u: th for u, th in self._threads.items() if th.is_alive()}  # bounded: running ones
+            self._threads[user_id] = t
+            t.start()
+        return True
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the reflections in progress."""
+        with self._lock:
+            threads = list(self._threads.values())
+        for t in threads:
+            t.join(timeout)
+
+    def _reflect_quietly(self, user_id: str, summary: str, messages: Sequence[dict[str, Any]]) -> None:
+        try:
+            self.reflect(user_id, summary, messages)
+        except MemfoldError as exc:  # e.g. an overrides file broken by hand
+            log.warning("policy evolution for %s changed nothing: %s", user_id, exc)
+            try:
+                self._record(user_id, EvolutionResult("failed", reason=str(exc)))
+            except MemfoldError:
+                pass
+        except Exception:  # noqa: BLE001 - a background failure is logged, never raised into a conversation
+            log.exception("policy evolution for %s failed", user_id)
 
     def reflect(self, user_id: str, summary: str, messages: Sequence[dict[str, Any]]) -> EvolutionResult:
         """Ask the LLM once and apply what it validly proposes."""

@@ -11,8 +11,10 @@ evolution, for instance) that every later run includes."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemfoldError
@@ -47,14 +49,35 @@ def job_names() -> list[str]:
     return [j.name for j in _JOBS]
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """How a background run keeps to a small share of the machine: ``pause`` seconds between two
+    namespaces, ``job_seconds`` per job (a job stops between two steps past it), and ``stop`` (a
+    closing process) ends the run before the next namespace or step."""
+
+    pause: float = 0.0
+    job_seconds: float | None = None
+    stop: threading.Event | None = None
+
+    def stopped(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+
 def run_due(memory: "Memory", user_id: str | None = None, *, dry_run: bool = False, jobs: Sequence[str] | None = None,
-            force: bool = False, progress: Callable[[JobResult], None] | None = None) -> MaintenanceRun:
-    """Run the due jobs (``jobs``: their names, default all) of one namespace or of every one."""
+            force: bool = False, progress: Callable[[JobResult], None] | None = None,
+            bounds: Bounds | None = None) -> MaintenanceRun:
+    """Run the due jobs (``jobs``: their names, default all) of one namespace or of every one;
+    ``bounds``: the limits of a background run (none for ``memfold maintain``)."""
     selected = _select(jobs)
     run = MaintenanceRun(started_at=utcnow(), dry_run=dry_run)
     users = [user_id] if user_id is not None else memory.users()
-    for user in users:
-        for res in _run_user(memory, user, selected, dry_run=dry_run, force=force, progress=progress):
+    for n, user in enumerate(users):
+        if bounds is not None:
+            if n and bounds.pause > 0 and bounds.stop is not None:
+                bounds.stop.wait(bounds.pause)
+            if bounds.stopped():
+                break
+        for res in _run_user(memory, user, selected, dry_run=dry_run, force=force, progress=progress, bounds=bounds):
             run.results.append(res)
     run.finished_at = utcnow()
     return run
@@ -73,7 +96,7 @@ def _select(names: Sequence[str] | None) -> list[Job]:
 
 
 def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool, force: bool,
-              progress: Callable[[JobResult], None] | None) -> list[JobResult]:
+              progress: Callable[[JobResult], None] | None, bounds: Bounds | None = None) -> list[JobResult]:
     store = memory._store(user)
     index = store.index
     holder = new_holder()
@@ -93,9 +116,13 @@ def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool
     try:
         store.sync()
         for job in selected:
+            if bounds is not None and bounds.stopped():
+                break
+            budget = bounds.job_seconds if bounds is not None else None
             ctx = JobContext(user_id=user, store=store, policy=memory.policy(user), chat=memory.chat_model,
                              max_calls=memory.writer.llm.max_calls, now=utcnow(), dry_run=dry_run, force=force,
-                             shared=shared)
+                             shared=shared, deadline=time.monotonic() + budget if budget else None,
+                             stop=bounds.stopped if bounds is not None else None)
             res = _one(job, ctx)
             out.append(res)
             if progress:

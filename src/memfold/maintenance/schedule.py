@@ -1,11 +1,17 @@
-"""Maintenance in the background. ``Scheduler`` (``memfold serve``): a daemon thread that runs
-``run_due`` for every namespace every ``interval`` seconds; the jobs decide themselves what is due
-(the 24-hour rule, thresholds), and the lease keeps a run from overlapping one of another process.
-``AutoCompression``: the long-term compression started by the add that crossed the threshold."""
+"""Maintenance in the background. ``Scheduler``: a daemon thread that runs ``run_due`` for every
+namespace every ``interval`` seconds, in every long-lived process (``memfold serve``, ``memfold
+mcp``, ``memfold chat``, a library ``Memory`` kept open; ``background_scheduler`` makes it from
+the ``[maintenance]`` settings). The jobs decide themselves what is due (the 24-hour rule,
+thresholds), and the lease keeps a run from overlapping one of another process. A run never
+happens inside a caller's request: it has its own thread, at a lower CPU priority where the system
+allows it, resting ``pause_seconds`` between namespaces, each job stopping between two steps
+past ``job_seconds``. ``AutoCompression``: the long-term compression started by the add that
+crossed the threshold."""
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -14,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..models import FILE_MEMORY, utcnow
 from .base import STATE_KIND, MaintenanceRun
 from .longterm import INTERVAL, LongTermCompression
-from .runner import run_due
+from .runner import Bounds, run_due
 
 if TYPE_CHECKING:
     from ..engine.memory import Memory
@@ -22,9 +28,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("memfold")
 
 
+NICE = 10  # the background thread's priority increment (Linux: per thread)
+
+
+def background_scheduler(memory: "Memory", interval_minutes: float | None = None,
+                         first_after: float | None = None) -> "Scheduler | None":
+    """The scheduler of a long-lived process from ``[maintenance]`` (not started); None when
+    background maintenance is off or its interval is 0."""
+    ms = memory.settings.maintenance
+    minutes = ms.interval_minutes if interval_minutes is None else interval_minutes
+    if not ms.background or minutes <= 0:
+        return None
+    return Scheduler(memory, interval=minutes * 60.0, first_after=ms.first_run_seconds if first_after is None
+                     else first_after, pause=ms.pause_seconds, job_seconds=ms.job_seconds or None)
+
+
 class Scheduler:
     def __init__(self, memory: "Memory", interval: float = 3600.0,
-                 on_run: Callable[[MaintenanceRun], None] | None = None, first_after: float = 0.0):
+                 on_run: Callable[[MaintenanceRun], None] | None = None, first_after: float = 0.0,
+                 pause: float = 0.0, job_seconds: float | None = None):
         if interval <= 0:
             raise ValueError(f"the maintenance interval must be positive, got {interval}")
         self.memory = memory
@@ -32,7 +54,9 @@ class Scheduler:
         self.on_run = on_run
         self.first_after = first_after  # seconds before the first run (a server starts serving first)
         self._stop = threading.Event()
+        self.bounds = Bounds(pause=pause, job_seconds=job_seconds, stop=self._stop)
         self._thread: threading.Thread | None = None
+        self.runs = 0  # runs finished (failed ones too)
 
     def start(self) -> "Scheduler":
         if self._thread is None:
@@ -47,15 +71,26 @@ class Scheduler:
             self._thread.join(timeout)
             self._thread = None
 
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def run_once(self) -> MaintenanceRun:
-        run = run_due(self.memory)
+        run = run_due(self.memory, bounds=self.bounds)
         for res in run.failed:
             log.warning("maintenance: %s", res.summary())
+        for res in run.results:
+            if res.status == "done":
+                log.info("background maintenance: %s", res.summary())
         if self.on_run is not None:
             self.on_run(run)
         return run
 
     def _loop(self) -> None:
+        try:  # Linux sets the priority of one thread; elsewhere the call fails and the thread runs as it is
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICE))
+        except (AttributeError, OSError):
+            pass
         if self.first_after > 0:
             self._stop.wait(self.first_after)
         while not self._stop.is_set():
@@ -63,6 +98,7 @@ class Scheduler:
                 self.run_once()
             except Exception:  # noqa: BLE001 - a bad run must not end the background thread
                 log.exception("maintenance run failed")
+            self.runs += 1
             self._stop.wait(self.interval)
 
 

@@ -19,13 +19,13 @@ from ..config import Settings, load_settings
 from ..engine.memory import Memory
 from ..errors import ConfigError
 from ..index.vectors import pin_one_blas_thread
-from . import background, errors, plugins
+from . import access, background, errors, plugins
 from .auth import KeyCheck
 from .background import maintenance_task, metrics_route
 from .guards import BodyLimit, HostCheck, WorkGate, limit_malloc_arenas
 from .keys import KeyStore
 from .origins import host_rule
-from .routes import memories, sessions, system, tools
+from .routes import knowledge, memories, sessions, system, tools
 
 log = logging.getLogger("memfold.server")
 STATIC = Path(__file__).parent / "static"
@@ -60,13 +60,14 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     ``Host``/``Origin`` headers it answers (``origins.host_rule``)."""
     owns = memory is None
     if memory is None:
-        memory = Memory(settings=settings or load_settings(root))
+        memory = Memory(settings=settings or load_settings(root), background=False)  # its scheduler: background.py
     mem = memory
     server = mem.settings.server
     if server.max_body_bytes < 1:
         raise ConfigError(f"[server] max_body_bytes must be at least 1, got {server.max_body_bytes}")
     if server.max_concurrent < 1:
         raise ConfigError(f"[server] max_concurrent must be at least 1, got {server.max_concurrent}")
+    access.check_format(server.log_format)
     if not server.busy_wait_seconds >= 0:
         raise ConfigError(f"[server] busy_wait_seconds must be 0 or more, got {server.busy_wait_seconds}")
     if not 0 <= server.malloc_arenas <= 1024:
@@ -99,7 +100,7 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     app.state.keys = KeyStore(mem.index)
     app.state.no_auth = no_auth
     errors.install(app)
-    for module in (system, memories, sessions, tools):
+    for module in (system, memories, knowledge, sessions, tools):
         app.include_router(module.router)
     for add in plugins.ROUTES:
         add(app, mem)
@@ -118,10 +119,14 @@ def create_app(memory: Memory | None = None, *, root: str | Path | None = None, 
     app.add_middleware(KeyCheck)
     app.add_middleware(BodyLimit, max_bytes=server.max_body_bytes)
     app.add_middleware(HostCheck, rule=host_rule(host or server.host, server.allowed_hosts))
+    app.add_middleware(access.AccessLog)  # outermost: every request logged once, refused ones too
     return app
 
 
 def app_from_env() -> Any:
-    """The factory ``memfold serve`` gives uvicorn (each worker builds its own app)."""
-    return create_app(root=os.environ.get("MEMFOLD_HOME") or None, no_auth=os.environ.get(ENV_NO_AUTH) == "1",
-                      host=os.environ.get(ENV_HOST) or None)
+    """The factory ``memfold serve`` gives uvicorn (each worker builds its own app; its log goes to
+    stderr in ``[server] log_format``)."""
+    app = create_app(root=os.environ.get("MEMFOLD_HOME") or None, no_auth=os.environ.get(ENV_NO_AUTH) == "1",
+                     host=os.environ.get(ENV_HOST) or None)
+    access.install_handler(app.state.memory.settings.server.log_format)
+    return app

@@ -2,7 +2,8 @@
 worker's values added up when ``memfold serve --workers N`` set ``PROMETHEUS_MULTIPROC_DIR``), each
 worker's metrics written under the workspace root for ``memfold stats --metrics``, and
 background maintenance: every worker runs the ``Scheduler`` every ``[server]
-maintenance_interval_minutes`` (0 = never); the per-namespace lease in the index keeps two workers
+maintenance_interval_minutes`` (0 = never; ``[maintenance] background = false``: never either);
+the per-namespace lease in the index keeps two workers
 (or machines) from running the same namespace's jobs at once."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..maintenance.schedule import Scheduler
+from ..maintenance.schedule import background_scheduler
 from ..metrics import exposition
 from .auth import authenticate  # its ApiError (401) is answered by the app's handler
 
@@ -29,9 +30,9 @@ log = logging.getLogger("memfold.server")
 def maintenance_task(app: "FastAPI", memory: "Memory") -> Callable[[], None]:
     """Start the background maintenance (unless the interval is 0); return its stop function."""
     minutes = memory.settings.server.maintenance_interval_minutes
-    if minutes <= 0:
+    scheduler = background_scheduler(memory, minutes, first_after=minutes * 60.0)
+    if scheduler is None:
         return lambda: None
-    scheduler = Scheduler(memory, interval=minutes * 60.0, first_after=minutes * 60.0)
     app.state.maintenance = scheduler
     scheduler.start()
     log.info("background maintenance every %g minutes", minutes)

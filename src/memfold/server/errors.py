@@ -1,7 +1,9 @@
 """One JSON error shape for every failure: ``{"error": {"code", "message", "field"}}``.
 
-memfold's error tree maps to status codes here; request validation names the field; an
-unexpected exception is logged and answered with a 500 that carries no stack trace."""
+memfold's error tree maps to status codes here; request validation names the field; a 422 also
+lists every problem of the request in ``problems`` (``[{"field", "message"}]``), so that one round
+trip fixes them all; an unexpected exception is logged and answered with a 500 that carries no
+stack trace."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ _STATUS: list[tuple[type[MemfoldError], int, str]] = [
 ]
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_input"}
-MAX_LISTED_PROBLEMS = 20  # validation problems named in one 422 message
+MAX_LISTED_PROBLEMS = 50  # validation problems spelled out in a 422's message (``problems`` lists every one)
 _FIELD = re.compile(r"^(?:the )?([a-z_][a-z0-9_]*) (?:must|is|needs|has)\b")
 
 
@@ -58,13 +60,20 @@ class ApiError(Exception):
         self.status, self.code, self.message, self.field = status, code, message, field
 
 
-def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "field": field}}
+def error_body(code: str, message: str, field: str | None = None,
+               problems: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message, "field": field}
+    if problems is not None:
+        err["problems"] = problems
+    return {"error": err}
 
 
 def error_response(status: int, code: str, message: str, field: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
+                   headers: dict[str, str] | None = None, problems: list[dict[str, Any]] | None = None
+                   ) -> JSONResponse:
+    if status == 422 and problems is None:  # a 422 always lists its problems (here: the one)
+        problems = [{"field": field, "message": message}]
+    return JSONResponse(error_body(code, message, field, problems), status_code=status, headers=headers)
 
 
 def memfold_status(exc: MemfoldError) -> tuple[int, str]:
@@ -128,12 +137,17 @@ def install(app: FastAPI) -> None:
             field, message = names[0], f"the body needs the field{'s' if len(names) > 1 else ''} {', '.join(names)}"
         else:
             message = f"{field}: {first.get('msg', 'invalid value')}"
-        others = [f"{_loc_field(e.get('loc', ()))}: {e.get('msg', 'invalid value')}" for e in errors[1:]]
-        if others:  # every problem named, so that one round trip fixes them all (the first ones past a bound)
-            shown = others[:MAX_LISTED_PROBLEMS]
-            more = len(others) - len(shown)
-            message += "; also " + "; ".join(shown) + (f"; and {more} more" if more else "")
-        return error_response(422, "invalid_input", message, field)
+        first_problem = str(first.get("msg", "invalid value")) if message.startswith(f"{field}: ") else message
+        problems = [{"field": field, "message": first_problem}]
+        problems += [{"field": _loc_field(e.get("loc", ())), "message": str(e.get("msg", "invalid value"))}
+                     for e in errors[1:]]
+        others = [f"{p['field']}: {p['message']}" for p in problems[1:]]
+        if others:  # every problem named, so that one round trip fixes them all
+            shown = others[:MAX_LISTED_PROBLEMS - 1]
+            message += "; also " + "; ".join(shown)
+            if len(others) > len(shown):
+                message += f"; {len(others) - len(shown):,} more, each in error.problems"
+        return error_response(422, "invalid_input", message, field, problems=problems)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

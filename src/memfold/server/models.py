@@ -1,5 +1,10 @@
 """Typed request and response bodies of the HTTP API (the OpenAPI schema at ``/docs`` is made
-from them). Responses mirror the engine's value types (``MemoryRecord.to_dict`` and friends)."""
+from them). Responses mirror the engine's value types (``MemoryRecord.to_dict`` and friends).
+
+One shape throughout: a list is ``{"results": [...], "next": <cursor or null>}`` (give ``next``
+back as ``cursor`` for the following page); a memory is always the same record, a search hit
+being that record plus its scores. Every request body carries an example (``examples`` in its
+schema), shown at ``/docs``."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..limits import MAX_MESSAGES, MAX_RESULTS
 from ..tools.models import MemoryTypeName  # one list of the memory types for the tools and the HTTP API
+from .paging import MAX_CURSOR_CHARS
 
 
 class Strict(BaseModel):
@@ -18,13 +24,26 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def examples(*bodies: dict[str, Any]) -> ConfigDict:
+    """A request body's config with its examples (in the OpenAPI description)."""
+    return ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": list(bodies)})
+
+
+USER_ID = "Namespace (or ?user_id=, the same; default: the key's first namespace)"
+
+
 class ChatMessage(Strict):
     role: str = Field(description="user | assistant | system | tool")
     content: str
 
 
 class AddMemoryRequest(Strict):
-    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
+    model_config = examples(
+        {"user_id": "alice", "text": "I'm vegetarian and I love oolong tea", "metadata": {"topic": "food"}},
+        {"user_id": "alice", "messages": [{"role": "user", "content": "我下个月搬去杭州"},
+                                          {"role": "assistant", "content": "好的，我记住了。"}]},
+        {"text": "Called the plumber about the leak", "note": True})
+    user_id: str | None = Field(None, description=USER_ID)
     text: str | None = Field(None, description="One memory (give text or messages)")
     messages: list[ChatMessage] | None = Field(
         None, description=f"Chat messages: episodic turns + extracted memories (at most {MAX_MESSAGES:,} per call; "
@@ -40,17 +59,52 @@ class AddMemoryRequest(Strict):
 
 
 class SearchRequest(Strict):
-    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
+    model_config = examples({"user_id": "alice", "query": "what does she drink?", "limit": 5},
+                            {"query": "旅行计划", "filters": {"topic": "travel"}, "memory_type": "event"})
+    user_id: str | None = Field(None, description=USER_ID)
     query: str
-    limit: int | None = Field(None, ge=1, le=MAX_RESULTS)
+    limit: int | None = Field(None, ge=1, le=MAX_RESULTS, description="Hits per page (default: the namespace's "
+                              f"retrieve_limit); at most {MAX_RESULTS:,} hits in all pages together")
+    cursor: str | None = Field(None, max_length=MAX_CURSOR_CHARS, description="The `next` of the previous page")
     memory_type: MemoryTypeName | None = None
     include_episodic: bool = True
     filters: dict[str, Any] | None = Field(None, description='Keep the hits that match, e.g. '
                                            '{"topic": "travel", "importance": {"gte": 0.7}} (see memfold.filters)')
+    related: bool = Field(False, description="Give each hit its related memories (`related`)")
+
+
+class SkillRequest(Strict):
+    model_config = examples({"user_id": "alice", "name": "Publish the docs", "when_to_use": "after a release",
+                             "steps": ["make docs", "rsync -a site/ web:/srv/docs"], "tools": ["make", "rsync"],
+                             "outcome": "the new docs are online"},
+                            {"name": "给客户发周报", "when_to_use": "每周五下班前", "steps": ["汇总本周进度", "发邮件"]})
+    user_id: str | None = Field(None, description=USER_ID)
+    name: str = Field(description="What the skill does, in a few words")
+    when_to_use: str | None = Field(None, description="The kind of task it is for")
+    steps: list[str] | None = Field(None, description="The steps that worked, in order (at most 50)")
+    tools: list[str] | None = Field(None, description="The tools the steps use (at most 20)")
+    outcome: str | None = Field(None, description="What it achieved")
+    importance: float | None = Field(None, ge=0, le=1)
+    agent_id: str | None = None
+
+
+RelationName = Literal["supports", "contradicts", "refines", "duplicates", "summarizes"]
+
+
+class RelationRequest(Strict):
+    model_config = examples({"user_id": "alice", "source_id": "m-7f3a", "target_id": "m-2b91", "relation": "supports",
+                             "strength": 0.8})
+    user_id: str | None = Field(None, description=USER_ID)
+    source_id: str = Field(description="The memory the relation is from")
+    target_id: str = Field(description="The memory it is about")
+    relation: RelationName
+    strength: float = Field(1.0, ge=0, le=1)
 
 
 class UpdateMemoryRequest(Strict):
-    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
+    model_config = examples({"user_id": "alice", "content": "I'm vegan since March", "importance": 0.8},
+                            {"structured_data": {"topic": "food"}})
+    user_id: str | None = Field(None, description=USER_ID)
     content: str | None = None
     importance: float | None = Field(None, ge=0, le=1)
     memory_type: MemoryTypeName | None = None
@@ -58,13 +112,20 @@ class UpdateMemoryRequest(Strict):
 
 
 class ForgetRequest(Strict):
-    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
+    model_config = examples({"user_id": "alice", "query": "oolong tea", "dry_run": True})
+    user_id: str | None = Field(None, description=USER_ID)
     query: str = Field(description="A memory id, or words describing what to forget")
     dry_run: bool = False
 
 
 class ImportRequest(Strict):
-    records: list[dict[str, Any]] = Field(description="Records as written by export")
+    model_config = examples({"records": [{"id": "m-7f3a", "user_id": "alice", "memory_type": "preference",
+                                          "content": "I love oolong tea", "importance": 0.6,
+                                          "created_at": "2026-03-01T09:30:00+00:00",
+                                          "structured_data": {"topic": "food"}}]})
+    records: list[dict[str, Any]] = Field(description="Records as `GET /v1/export` lists them (its `results`): "
+                                          "each a memory record; `user_id` (default `default`) must be a "
+                                          "namespace of the key, `id` is kept")
 
 
 class Memory(BaseModel):
@@ -89,9 +150,42 @@ class Memory(BaseModel):
     context: str = ""
 
 
+class Related(BaseModel):
+    relation: str
+    direction: str = Field(description='"to": the hit is the source of the relation; "from": the other memory is')
+    strength: float
+    id: str
+    content: str
+    kind: str
+    is_active: bool
+
+
 class Hit(Memory):
     score: float
     similarity: float
+    relevance: float = 1.0
+    related: list[Related] | None = None
+
+
+class Relation(BaseModel):
+    source_id: str
+    target_id: str
+    relation: str
+    strength: float
+    created_at: str
+
+
+class Skill(BaseModel):
+    id: str
+    name: str
+    when_to_use: str
+    steps: list[str]
+    tools: list[str]
+    outcome: str
+    successes: int
+    last_success: str | None
+    importance: float
+    file: str
 
 
 class AddResult(BaseModel):
@@ -115,23 +209,42 @@ class HistoryEntry(BaseModel):
     detail: dict[str, Any]
 
 
-class MemoryList(BaseModel):
-    memories: list[Memory]
-    limit: int | None
-    offset: int
+class Page(BaseModel):
+    next: str | None = Field(description="Give it as `cursor` for the next page; null: this was the last")
 
 
-class ForgetResult(BaseModel):
+class MemoryPage(Page):
+    results: list[Memory]
+
+
+class HitPage(Page):
+    results: list[Hit]
+
+
+class HistoryPage(Page):
+    results: list[HistoryEntry]
+
+
+class SkillPage(Page):
+    results: list["Skill"]
+
+
+class RelatedPage(Page):
+    results: list["Related"]
+
+
+class ForgetResult(Page):
+    results: list[Memory] = Field(description="The memories deleted (with dry_run: those that would be); "
+                                  "all in one answer (next is null)")
     dry_run: bool
-    memories: list[Memory]
 
 
 class ImportResult(BaseModel):
     imported: int
 
 
-class ExportResult(BaseModel):
-    records: list[dict[str, Any]]
+class ExportPage(Page):
+    results: list[Memory]
 
 
 class MemoryFile(BaseModel):
@@ -140,18 +253,25 @@ class MemoryFile(BaseModel):
 
 
 class SessionRequest(Strict):
+    model_config = examples({"user_id": "alice", "session_id": "chat-2026-03-01", "agent_id": "helper"})
+    user_id: str | None = Field(None, description=USER_ID)
     session_id: str
     agent_id: str | None = None
 
 
 class SessionMessageRequest(Strict):
+    model_config = examples({"user_id": "alice", "role": "user", "content": "Remind me what I said about Lyon"})
+    user_id: str | None = Field(None, description=USER_ID)
     role: str
     content: str
 
 
 class ContextRequest(Strict):
-    user_id: str | None = Field(None, description="Namespace (or ?user_id=; default: the key's first namespace)")
-    user_message: str
+    model_config = examples({"user_id": "alice", "user_message": "What should I cook tonight?",
+                             "base_prompt": "You are a helpful cook.", "agent_id": "helper"})
+    user_id: str | None = Field(None, description=USER_ID)
+    user_message: str = Field(description="The user's new message: the memory is searched with it, and it "
+                              "ends the context")
     base_prompt: str | None = None
     agent_id: str | None = None
     memory_enabled: bool = True
@@ -193,8 +313,8 @@ class ContextMessages(BaseModel):
     messages: list[ChatMessage]
 
 
-class SessionList(BaseModel):
-    sessions: list[str]
+class SessionPage(Page):
+    results: list[str] = Field(description="Session ids")
 
 
 class Pins(BaseModel):
@@ -202,8 +322,12 @@ class Pins(BaseModel):
     recent_memories: list[str]
 
 
-class PinLists(BaseModel):
-    agents: list[Pins]
+class PinPage(Page):
+    results: list[Pins]
+
+
+class ToolPage(Page):
+    results: list[dict[str, Any]] = Field(description="The tools as an OpenAI `tools` list (pass it as is)")
 
 
 class KeyInfo(BaseModel):

@@ -10,10 +10,12 @@ from pathlib import PurePosixPath
 
 from ..engine.guard import screen_text
 from ..engine.memory import Memory
-from ..errors import NotFoundError, PathRefusedError, TextMatchError
-from ..limits import WRITE_LINES, over
+from ..engine.relations import related
+from ..errors import InvalidInputError, NotFoundError, PathRefusedError, TextMatchError
+from ..limits import MAX_TOOL_RESULTS, WRITE_LINES, over
 from ..models import FILE_MEMORY, AddResult
 from ..text.memory_markdown import DEFAULT_TYPE_OF_SECTION, HEADINGS, parse
+from ..text.skills import parse as parse_skill
 from .models import (
     EditResult,
     ForgetResult,
@@ -22,11 +24,16 @@ from .models import (
     MemoryForgetInput,
     MemoryItem,
     MemoryReadInput,
+    MemoryRelateInput,
     MemorySearchInput,
     ReadResult,
+    RelatedItem,
+    RelateResult,
     SaveMemoryInput,
     SearchItem,
     SearchResult,
+    SkillResult,
+    SkillSuccessInput,
     StoredResult,
     WriteFileInput,
 )
@@ -68,9 +75,42 @@ def memory_append(m: Memory, a: MemoryAppendInput, ctx: ToolContext) -> StoredRe
                          agent_id=ctx.agent_id))
 
 
+_SKILL_FIELDS = ("when_to_use", "steps", "tools", "outcome")
+
+
 def save_memory(m: Memory, a: SaveMemoryInput, ctx: ToolContext) -> StoredResult:
+    if a.memory_type == "skill":
+        return _stored(m.add_skill(a.content, ctx.user_id, when_to_use=a.when_to_use, steps=a.steps, tools=a.tools,
+                                   outcome=a.outcome, importance=a.importance, agent_id=ctx.agent_id))
+    given = [f for f in _SKILL_FIELDS if getattr(a, f) is not None]
+    if given:
+        raise InvalidInputError(f"{', '.join(given)}: only a skill has these; set memory_type to 'skill' or leave "
+                                "them out")
     return _stored(m.add(a.content, ctx.user_id, memory_type=a.memory_type, importance=a.importance,
                          agent_id=ctx.agent_id))
+
+
+def skill_success(m: Memory, a: SkillSuccessInput, ctx: ToolContext) -> SkillResult:
+    r = m.skill_succeeded(a.memory_id, ctx.user_id)
+    s = parse_skill(r.content)
+    return SkillResult(id=r.id, name=s.name, successes=s.successes, last_success=s.last_success)
+
+
+def memory_relate(m: Memory, a: MemoryRelateInput, ctx: ToolContext) -> RelateResult:
+    out = RelateResult(memory_id=a.memory_id)
+    if a.action in ("add", "remove") and not a.other_id:
+        raise InvalidInputError(f"{a.action} needs other_id: the memory the relation is about")
+    if a.action == "add":
+        if a.relation is None:
+            raise InvalidInputError("add needs relation: supports, contradicts, refines, duplicates or summarizes")
+        m.relate(a.memory_id, a.other_id or "", a.relation, ctx.user_id, strength=a.strength)
+        out.added = True
+    elif a.action == "remove":
+        out.removed = m.unrelate(a.memory_id, a.other_id or "", a.relation, ctx.user_id)
+    else:
+        m.get(a.memory_id, ctx.user_id)  # a clear error for an id the namespace does not hold
+    out.related = [RelatedItem(**r) for r in related(m.index, ctx.user_id, a.memory_id, MAX_TOOL_RESULTS)]
+    return out
 
 
 def memory_edit(m: Memory, a: MemoryEditInput, ctx: ToolContext) -> EditResult:

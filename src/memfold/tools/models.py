@@ -8,7 +8,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..limits import MAX_CONTENT_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_SECTION_CHARS, MAX_TOOL_RESULTS
+from ..limits import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_SECTION_CHARS,
+    MAX_TOOL_RESULTS,
+    SKILL_FIELD,
+    SKILL_STEPS,
+    SKILL_TOOLS,
+)
 from ..models import MemoryRecord, SearchHit
 
 MemoryTypeName = Literal["event", "preference", "fact", "pattern", "todo", "note", "skill"]
@@ -43,10 +53,37 @@ class MemoryAppendInput(ToolInput):
 
 
 class SaveMemoryInput(ToolInput):
-    content: str = _f(..., "The memory, one self-contained statement.", "记忆内容，一条完整的陈述。",
-                      min_length=1, max_length=MAX_CONTENT_CHARS)
+    content: str = _f(..., "The memory, one self-contained statement (for a skill: its name, what it does).",
+                      "记忆内容，一条完整的陈述（技能：它的名称，做什么）。", min_length=1, max_length=MAX_CONTENT_CHARS)
     memory_type: MemoryTypeName = _f(..., "The kind of memory.", "记忆类型。")
     importance: float = _f(0.5, "How important it is, 0 to 1.", "重要程度，0 到 1。", ge=0.0, le=1.0)
+    when_to_use: str | None = _f(None, "skill only: the kind of task it is for.", "仅技能：适用于什么任务。",
+                                 max_length=SKILL_FIELD.limit)
+    steps: list[str] | None = _f(None, "skill only: the steps that worked, in order.", "仅技能：有效的步骤，按顺序。",
+                                 max_length=SKILL_STEPS.limit)
+    tools: list[str] | None = _f(None, "skill only: the tools the steps use.", "仅技能：这些步骤用到的工具。",
+                                 max_length=SKILL_TOOLS.limit)
+    outcome: str | None = _f(None, "skill only: what it achieved.", "仅技能：达成的结果。", max_length=SKILL_FIELD.limit)
+
+
+class SkillSuccessInput(ToolInput):
+    memory_id: str = _f(..., "The id of the skill that was just used successfully.", "刚刚成功使用的技能的 id。",
+                        min_length=1, max_length=MAX_ID_CHARS)
+
+
+class MemoryRelateInput(ToolInput):
+    action: Literal["add", "remove", "list"] = _f(
+        "list", "add: record that memory_id relates to other_id; remove: delete such relations; list: the relations "
+        "of memory_id with the other memories' words.",
+        "add：记录 memory_id 与 other_id 的关系；remove：删除这种关系；list：列出 memory_id 的关系及相关记忆的内容。")
+    memory_id: str = _f(..., "The memory the relation is from (list: the memory to look at).",
+                        "关系的出发记忆（list：要查看的记忆）。", min_length=1, max_length=MAX_ID_CHARS)
+    other_id: str | None = _f(None, "add/remove: the memory it is about.", "add/remove：关系指向的记忆。",
+                              max_length=MAX_ID_CHARS)
+    relation: Literal["supports", "contradicts", "refines", "duplicates", "summarizes"] | None = _f(
+        None, "add: the kind of relation (remove: only this kind; default every kind).",
+        "add：关系类型（remove：只删除这一种，默认全部）。")
+    strength: float = _f(1.0, "add: how strong, 0 to 1.", "add：强度，0 到 1。", ge=0.0, le=1.0)
 
 
 class MemoryEditInput(ToolInput):
@@ -108,6 +145,30 @@ class SearchItem(MemoryItem):
 
 class SearchResult(ToolResult):
     results: list[SearchItem]
+
+
+class SkillResult(ToolResult):
+    id: str
+    name: str
+    successes: int
+    last_success: str | None
+
+
+class RelatedItem(BaseModel):
+    relation: str
+    direction: str  # "to": memory_id is the source; "from": the other memory is
+    strength: float
+    id: str
+    content: str
+    kind: str
+    is_active: bool
+
+
+class RelateResult(ToolResult):
+    memory_id: str
+    added: bool = False
+    removed: int = 0
+    related: list[RelatedItem] = []
 
 
 class StoredResult(ToolResult):

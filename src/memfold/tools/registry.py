@@ -48,10 +48,23 @@ _ALL = [
     }, h.memory_append, True),
     Tool("save_memory", mo.SaveMemoryInput, mo.StoredResult, {
         "en": "Save one typed memory (event, preference, fact, pattern, todo, note, skill) with its importance. "
-              "A near-duplicate of an existing memory updates it instead of adding a copy.",
+              "A near-duplicate of an existing memory updates it instead of adding a copy. To save what you "
+              "learned to do, use memory_type skill with its name as content, when_to_use, steps, tools and outcome.",
         "zh": "保存一条带类型（event、preference、fact、pattern、todo、note、skill）和重要程度的记忆。"
-              "与已有记忆几乎相同时会更新原记忆，而不是重复添加。",
+              "与已有记忆几乎相同时会更新原记忆，而不是重复添加。要保存学会的做法，用 memory_type skill，"
+              "content 写技能名称，并填 when_to_use、steps、tools 和 outcome。",
     }, h.save_memory, True),
+    Tool("skill_success", mo.SkillSuccessInput, mo.SkillResult, {
+        "en": "Record that a skill from memory worked again: its success count goes up and today becomes its "
+              "last success. Give the skill's id.",
+        "zh": "记录记忆中的某个技能又一次成功：成功次数加一，最近成功日期记为今天。传入技能的 id。",
+    }, h.skill_success, True),
+    Tool("memory_relate", mo.MemoryRelateInput, mo.RelateResult, {
+        "en": "Follow or record how memories relate: list the memories related to one (supports, contradicts, "
+              "refines, duplicates, summarizes), add a relation between two, or remove one.",
+        "zh": "查看或记录记忆之间的关系：列出与某条记忆相关的记忆（supports、contradicts、refines、duplicates、"
+              "summarizes），在两条记忆之间添加关系，或删除关系。",
+    }, h.memory_relate, True),
     Tool("memory_edit", mo.MemoryEditInput, mo.EditResult, {
         "en": "Edit your memory file by exact text replacement: old_text must occur exactly once in MEMORY.md, "
               "learnings.md or a daily note. Use it to correct, update or remove an entry (read the file first).",

@@ -3,28 +3,34 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from ...engine.memory import Memory
-from ...errors import InvalidInputError
+from ...errors import IndexError_, InvalidInputError
 from ...limits import MAX_RESULTS
+from ...models import utcnow
 from .. import models as m
+from .. import paging
 from ..auth import Caller, caller
 from ..errors import ApiError
+from ..paging import CursorQuery, LimitQuery
 
 router = APIRouter(prefix="/v1", tags=["memories"])
-UserQuery = Query(None, description="Namespace (default: the key's first namespace)")
+log = logging.getLogger("memfold.server")
+UserQuery = Query(None, description="Namespace (default: the key's first namespace; a request with a body may "
+                  "give it there instead)")
 
 
-def one_user(query: str | None, body: str | None) -> str | None:
-    """The namespace of a request that may name it in the query (``?user_id=``) or in the body: once,
-    or twice the same."""
-    if query and body and query != body:
-        raise ApiError(422, "invalid_input", f"user_id is {query!r} in the query and {body!r} in the body; "
-                       "give it once", "user_id")
-    return query or body
+def one_user(query: str | None, body: str | None, name: str = "user_id") -> str | None:
+    """The namespace (or another ``name``) of a request that may give it in the query (``?user_id=``)
+    or in the body: once, or twice the same."""
+    if query is not None and body is not None and query != body:
+        raise ApiError(422, "invalid_input", f"{name} is {query!r} in the query and {body!r} in the body; "
+                       "give it once", name)
+    return query if query is not None else body
 
 
 async def memory(request: Request) -> Memory:
@@ -52,20 +58,36 @@ def add_memory(body: m.AddMemoryRequest, user_id: str | None = UserQuery, c: Cal
     return res.to_dict()
 
 
-@router.post("/memories/search", response_model=list[m.Hit])
+@router.post("/memories/search", response_model=m.HitPage)
 def search(body: m.SearchRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
            mem: Memory = Depends(memory)) -> Any:
-    """Hybrid search (keywords + vectors), Chinese and English."""
+    """Hybrid search (keywords + vectors), Chinese and English: the best hits first, ``limit`` per
+    page (a later page runs the search again, so it follows the ranking of that moment)."""
     uid = c.user(one_user(user_id, body.user_id), "read")
-    hits = mem.search(body.query, uid, limit=body.limit, memory_type=body.memory_type,
-                      include_episodic=body.include_episodic, filters=body.filters)
-    return [h.to_dict() for h in hits]
+    want = body.limit or mem.policy(uid).retrieve_limit
+    offset = paging.decode("search", body.cursor)
+    end = min(offset + want, MAX_RESULTS)
+    if offset >= end:
+        return {"results": [], "next": None}
+    # the first page is the search a Python caller gets; a later one asks for the hits up to its end
+    hits = mem.search(body.query, uid, limit=end, memory_type=body.memory_type, include_episodic=body.include_episodic,
+                      filters=body.filters, record_access=offset == 0,
+                      related=body.related)
+    shown = hits[offset:end]
+    if offset and shown:  # the hits a caller is given count as accessed
+        try:
+            mem.index.record_access(uid, [h.record.id for h in shown], utcnow())
+        except IndexError_ as exc:  # the answer stands; its statistics wait
+            log.warning("search page: access statistics not written: %s", exc)
+    more = len(hits) == end and end < MAX_RESULTS  # a full page: there may be more (the next page says)
+    return {"results": [h.to_dict() for h in shown], "next": paging.encode("search", end) if more else None}
 
 
-@router.get("/memories", response_model=m.MemoryList)
+@router.get("/memories", response_model=m.MemoryPage)
 def list_memories(user_id: str | None = UserQuery, memory_type: m.MemoryTypeName | None = None,
                   include_archived: bool = False, include_episodic: bool = True,
-                  limit: int | None = Query(100, ge=1, le=MAX_RESULTS), offset: int = Query(0, ge=0),
+                  limit: int = LimitQuery, cursor: str | None = CursorQuery,
+                  offset: int | None = Query(None, ge=0, description="Skip this many first (instead of a cursor)"),
                   filters: str | None = Query(None, max_length=20_000,
                                               description='A JSON object: only the memories that match, e.g. '
                                               '{"topic": "travel"} (see memfold.filters)'),
@@ -76,9 +98,16 @@ def list_memories(user_id: str | None = UserQuery, memory_type: m.MemoryTypeName
         where = json.loads(filters) if filters else None
     except ValueError as exc:
         raise InvalidInputError(f"filters must be a JSON object: {exc}") from None
-    rows = mem.get_all(uid, memory_type=memory_type, include_archived=include_archived,
-                       include_episodic=include_episodic, limit=limit, offset=offset, filters=where)
-    return {"memories": [r.to_dict() for r in rows], "limit": limit, "offset": offset}
+    if offset is not None:
+        if cursor:
+            raise ApiError(422, "invalid_input", "give cursor or offset, not both", "offset")
+        cursor = paging.encode("memories", offset)
+
+    def fetch(n: int, skip: int) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in mem.get_all(uid, memory_type=memory_type, include_archived=include_archived,
+                                                 include_episodic=include_episodic, limit=n, offset=skip,
+                                                 filters=where)]
+    return paging.page("memories", fetch, limit, cursor)
 
 
 @router.get("/memory-md", response_model=m.MemoryFile)
@@ -116,20 +145,23 @@ def forget(body: m.ForgetRequest, user_id: str | None = UserQuery, c: Caller = D
     """Delete a memory by id or every memory a query matches; ``dry_run`` only shows them."""
     uid = c.user(one_user(user_id, body.user_id), "read" if body.dry_run else "write")
     gone = mem.forget(body.query, uid, dry_run=body.dry_run)
-    return {"dry_run": body.dry_run, "memories": [r.to_dict() for r in gone]}
+    return {"results": [r.to_dict() for r in gone], "next": None, "dry_run": body.dry_run}
 
 
-@router.get("/memories/{memory_id}/history", response_model=list[m.HistoryEntry])
-def history(memory_id: str, user_id: str | None = UserQuery, c: Caller = Depends(caller),
-            mem: Memory = Depends(memory)) -> Any:
+@router.get("/memories/{memory_id}/history", response_model=m.HistoryPage)
+def history(memory_id: str, user_id: str | None = UserQuery, limit: int = LimitQuery,
+            cursor: str | None = CursorQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """Every change of a memory, oldest first."""
-    return [e.to_dict() for e in mem.history(memory_id, c.user(user_id, "read"))]
+    entries = mem.history(memory_id, c.user(user_id, "read"))
+    return paging.page_of("history", (e.to_dict() for e in entries), limit, cursor)
 
 
-@router.get("/export", response_model=m.ExportResult)
-def export(user_id: str | None = UserQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
-    """Every record of the namespace (archived too), as ``memfold export`` writes them."""
-    return {"records": list(mem.export(c.user(user_id, "read")))}
+@router.get("/export", response_model=m.ExportPage)
+def export(user_id: str | None = UserQuery, limit: int = LimitQuery, cursor: str | None = CursorQuery,
+           c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """Every record of the namespace (archived too), as ``memfold export`` writes them, paged;
+    ``POST /v1/import`` takes them back."""
+    return paging.page_of("export", mem.export(c.user(user_id, "read")), limit, cursor)
 
 
 @router.post("/import", response_model=m.ImportResult)

@@ -10,7 +10,9 @@ from fastapi import APIRouter, Depends
 from ...engine.memory import Memory
 from ...engine.session import Session
 from .. import models as m
+from .. import paging
 from ..auth import Caller, caller
+from ..paging import CursorQuery, LimitQuery
 from .memories import UserQuery, memory, one_user
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
@@ -25,16 +27,18 @@ def _update(u: Any) -> dict[str, Any]:
             "method": u.method, "notice": u.notice, "errors": list(u.errors)}
 
 
-@router.get("/sessions", response_model=m.SessionList)
-def list_sessions(user_id: str | None = UserQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
-    return {"sessions": mem.sessions(c.user(user_id, "read"))}
+@router.get("/sessions", response_model=m.SessionPage)
+def list_sessions(user_id: str | None = UserQuery, limit: int = LimitQuery, cursor: str | None = CursorQuery,
+                  c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """The ids of the namespace's sessions."""
+    return paging.page_of("sessions", mem.sessions(c.user(user_id, "read")), limit, cursor)
 
 
 @router.post("/sessions", response_model=m.SessionView)
 def open_session(body: m.SessionRequest, user_id: str | None = UserQuery, c: Caller = Depends(caller),
                  mem: Memory = Depends(memory)) -> Any:
     """Create a session, or resume it (a resumed session keeps its agent, buffer and summary)."""
-    s = mem.session(body.session_id, c.user(user_id, "write"), body.agent_id)
+    s = mem.session(body.session_id, c.user(one_user(user_id, body.user_id), "write"), body.agent_id)
     return _view(s)
 
 
@@ -51,7 +55,8 @@ def get_session(session_id: str, user_id: str | None = UserQuery, c: Caller = De
 def add_message(session_id: str, body: m.SessionMessageRequest, user_id: str | None = UserQuery,
                 c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """Append a message; folds the history into the summary when a threshold is crossed."""
-    return _update(mem.session(session_id, c.user(user_id, "write")).add_message(body.role, body.content))
+    uid = c.user(one_user(user_id, body.user_id), "write")
+    return _update(mem.session(session_id, uid).add_message(body.role, body.content))
 
 
 @router.post("/sessions/{session_id}/context", response_model=m.ContextMessages)
@@ -74,14 +79,15 @@ def summarize(session_id: str, user_id: str | None = UserQuery, c: Caller = Depe
     return _update(mem.session(session_id, uid).summarize())
 
 
-@router.delete("/sessions/{session_id}", response_model=m.SessionList)
-def clear_session(session_id: str, user_id: str | None = UserQuery, c: Caller = Depends(caller),
-                  mem: Memory = Depends(memory)) -> Any:
-    """Forget the session's buffer and summary (long-term memories stay); returns the remaining sessions."""
+@router.delete("/sessions/{session_id}", response_model=m.SessionPage)
+def clear_session(session_id: str, user_id: str | None = UserQuery, limit: int = LimitQuery,
+                  c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+    """Forget the session's buffer and summary (long-term memories stay); returns the first page of
+    the remaining sessions."""
     uid = c.user(user_id, "write")
     _known(mem, uid, session_id)
     mem.session(session_id, uid).clear()
-    return {"sessions": mem.sessions(uid)}
+    return paging.page_of("sessions", mem.sessions(uid), limit, None)
 
 
 @router.post("/context", response_model=m.ContextMessages)
@@ -93,12 +99,14 @@ def context(body: m.ContextRequest, user_id: str | None = UserQuery, c: Caller =
     return {"messages": msgs}
 
 
-@router.get("/pins", response_model=m.PinLists)
-def all_pins(user_id: str | None = UserQuery, c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
+@router.get("/pins", response_model=m.PinPage)
+def all_pins(user_id: str | None = UserQuery, limit: int = LimitQuery, cursor: str | None = CursorQuery,
+             c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """Every agent's pin list of the namespace."""
     uid = c.user(user_id, "read")
-    agents = mem.agents(uid)
-    return {"agents": [{"agent_id": a, "recent_memories": mem.recent_memories(a, uid)} for a in agents]}
+    out = paging.page_of("pins", mem.agents(uid), limit, cursor)
+    out["results"] = [{"agent_id": a, "recent_memories": mem.recent_memories(a, uid)} for a in out["results"]]
+    return out
 
 
 @router.get("/pins/{agent_id}", response_model=m.Pins)

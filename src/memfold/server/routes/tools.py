@@ -7,16 +7,21 @@ call gives the same result over HTTP as over MCP. A tool's error result keeps it
 from __future__ import annotations
 
 import inspect
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from ...engine.memory import Memory
 from ...tools import TOOLS, Tool, call, openai_tools
 from ...tools.models import ErrorResult
+from .. import models as m
+from .. import paging
 from ..auth import Caller, caller
-from .memories import memory
+from ..paging import CursorQuery, LimitQuery
+from .memories import memory, one_user
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 STATUS = {"invalid_argument": 422, "unknown_tool": 404, "no_match": 422, "ambiguous_match": 422,
@@ -24,17 +29,48 @@ STATUS = {"invalid_argument": 422, "unknown_tool": 404, "no_match": 422, "ambigu
           "read_only": 503, "config_error": 422, "provider_error": 502, "internal_error": 500}
 
 
-@router.get("", response_model=dict[str, Any])
-def list_tools(language: Literal["en", "zh"] = "en", c: Caller = Depends(caller)) -> Any:
-    """The tools as an OpenAI ``tools`` list (function name, description, JSON schema)."""
-    return {"tools": openai_tools(language)}
+@router.get("", response_model=m.ToolPage)
+def list_tools(language: Literal["en", "zh"] = "en", limit: int = LimitQuery, cursor: str | None = CursorQuery,
+               c: Caller = Depends(caller)) -> Any:
+    """The tools as an OpenAI ``tools`` list (function name, description, JSON schema) in ``results``."""
+    return paging.page_of("tools", openai_tools(language), limit, cursor)
+
+
+EXAMPLES: dict[str, dict[str, Any]] = {  # one request body per tool, shown in the OpenAPI description
+    "memory_search": {"query": "what does the user drink?", "limit": 5, "user_id": "alice"},
+    "memory_append": {"content": "The user is learning to play the cello", "slot": "long_term"},
+    "save_memory": {"content": "用户对花生过敏", "memory_type": "fact", "importance": 0.9, "agent_id": "helper"},
+    "memory_edit": {"path": "MEMORY.md", "old_text": "green tea", "new_text": "oolong tea"},
+    "memory_forget": {"query_or_id": "cello", "dry_run": True},
+    "memory_read": {"path": "MEMORY.md", "section": "Preferences"},
+    "write_file": {"path": "MEMORY.md", "content": "- The user moved to Lyon in March"},
+    "skill_success": {"memory_id": "m-7f3a", "user_id": "alice"},
+    "memory_relate": {"action": "add", "memory_id": "m-7f3a", "other_id": "m-2b91", "relation": "supports",
+                      "strength": 0.8},
+}
+
+
+def http_input(tool: Tool) -> type[BaseModel]:
+    """The tool's input over HTTP: its own fields, plus ``user_id`` and ``agent_id`` (which may be
+    given in the query instead), with an example."""
+    extra: dict[str, Any] = {"examples": [EXAMPLES[tool.name]]} if tool.name in EXAMPLES else {}
+    namespace = {
+        "__annotations__": {"user_id": str | None, "agent_id": str | None},
+        "__doc__": f"The input of the {tool.name} tool.",
+        "user_id": Field(None, description=m.USER_ID),
+        "agent_id": Field(None, description="The agent saved memories are pinned to (or ?agent_id=, the same)"),
+        "model_config": ConfigDict(json_schema_extra=cast(JsonDict, extra)),
+    }
+    return type(f"{tool.input.__name__}Body", (tool.input,), namespace)
 
 
 def _endpoint(tool: Tool) -> Any:
     def run(request: Request, body: Any, user_id: str | None = None, agent_id: str | None = None,
             c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
-        uid = c.user(user_id, "write" if tool.writes else "read")
-        result = call(mem, tool.name, body.model_dump(exclude_unset=True), user_id=uid, agent_id=agent_id)
+        args = body.model_dump(exclude_unset=True)
+        uid = c.user(one_user(user_id, args.pop("user_id", None)), "write" if tool.writes else "read")
+        agent = one_user(agent_id, args.pop("agent_id", None), "agent_id")
+        result = call(mem, tool.name, args, user_id=uid, agent_id=agent)
         if result.get("ok") is False:
             err = result.get("error") or {}
             return JSONResponse({"ok": False, "error": {"code": err.get("code", "internal_error"),
@@ -45,7 +81,7 @@ def _endpoint(tool: Tool) -> Any:
     P = inspect.Parameter
     run.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         P("request", P.POSITIONAL_OR_KEYWORD, annotation=Request),
-        P("body", P.POSITIONAL_OR_KEYWORD, annotation=tool.input, default=Body(...)),
+        P("body", P.POSITIONAL_OR_KEYWORD, annotation=http_input(tool), default=Body(...)),
         P("user_id", P.POSITIONAL_OR_KEYWORD, annotation=str | None,
           default=Query(None, description="Namespace (default: the key's first namespace)")),
         P("agent_id", P.POSITIONAL_OR_KEYWORD, annotation=str | None,

@@ -31,6 +31,11 @@ const T = {
     st_llm_none: "no calls yet", st_llm_last: "last call {x}",
     st_llm_op: "{op}: {calls} calls, {tokens} tokens", st_llm_op_one: "{op}: 1 call, {tokens} tokens",
     ops: { add: "adding memories", maintain: "maintenance", evolve: "policy evolution", summarize: "summaries", session: "sessions" },
+    related: "Related", archived: "archived",
+    rel: { supports: "supports", contradicts: "contradicts", refines: "refines", duplicates: "duplicates", summarizes: "summarizes" },
+    rel_from: { supports: "supported by", contradicts: "contradicted by", refines: "refined by", duplicates: "duplicated by", summarizes: "summarized by" },
+    st_searches: "Searches recorded", st_most_used: "Most used memories", st_no_results: "Queries that found nothing",
+    st_times: "{n}×", st_last: "last {x}",
     types: {},
   },
   zh: {
@@ -62,6 +67,11 @@ const T = {
     st_llm_none: "还没有调用", st_llm_last: "最近一次调用 {x}",
     st_llm_op: "{op}：调用 {calls} 次，{tokens} 个 token", st_llm_op_one: "{op}：调用 1 次，{tokens} 个 token",
     ops: { add: "添加记忆", maintain: "维护", evolve: "策略演化", summarize: "摘要", session: "会话" },
+    related: "相关记忆", archived: "已归档",
+    rel: { supports: "支持", contradicts: "推翻", refines: "细化", duplicates: "重复", summarizes: "概括" },
+    rel_from: { supports: "被支持", contradicts: "被推翻", refines: "被细化", duplicates: "被重复", summarizes: "被概括" },
+    st_searches: "已记录的检索", st_most_used: "最常用的记忆", st_no_results: "没有找到结果的查询",
+    st_times: "{n} 次", st_last: "最近 {x}",
     types: { preference: "偏好", fact: "事实", event: "事件", todo: "待办", pattern: "模式", skill: "技能", note: "笔记", turn: "对话" },
   },
 };
@@ -120,6 +130,18 @@ async function api(method, path, body, key) {
     throw new ApiError(res.status, data);
   }
   return data;
+}
+
+// Every list the API answers is {results, next}: follow next (as ?cursor=) up to `most` rows.
+async function listAll(path, params, most) {
+  const q = new URLSearchParams(params || {});
+  let rows = [];
+  for (;;) {
+    const page = await api("GET", path + "?" + q);
+    rows = rows.concat(page.results);
+    if (!page.next || rows.length >= most) return rows.slice(0, most);
+    q.set("cursor", page.next);
+  }
 }
 
 // The status line says how the last action went, under that action's row; the next action clears it.
@@ -187,12 +209,25 @@ function memItem(r, score) {
     score !== undefined ? el("span", {}, `${t("score")} ${score.toFixed(3)}`) : null,
     el("span", { class: "id" }, r.id));
   const item = el("div", { class: "mem", "data-id": r.id }, text, meta);
+  if (r.related && r.related.length) item.append(relatedList(r.related));
   const actions = el("span", { class: "actions" },
     el("button", { class: "small edit", type: "button", onclick: () => editMemory(item, r) }, t("edit")),
     el("button", { class: "small hist", type: "button", onclick: () => toggleHistory(item, r) }, t("history")),
     el("button", { class: "small danger-outline del", type: "button", onclick: () => deleteMemory(r) }, t("delete")));
   meta.append(actions);
   return item;
+}
+
+// a hit's related memories: "supports → words" (the hit is the source) or "supported by ← words"
+function relatedList(rel) {
+  const ul = el("ul", { class: "related" });
+  for (const x of rel) {
+    const name = x.direction === "to" ? (T[S.lang].rel || {})[x.relation] : (T[S.lang].rel_from || {})[x.relation];
+    ul.append(el("li", { "data-id": x.id },
+      el("span", { class: "rel " + x.relation }, `${name || x.relation} ${x.direction === "to" ? "→" : "←"}`), " ",
+      x.content, " ", el("span", { class: "muted" }, `(${x.strength.toFixed(2)}${x.is_active ? "" : " · " + t("archived")})`)));
+  }
+  return el("div", { class: "related-box" }, el("div", { class: "muted" }, t("related")), ul);
 }
 
 async function loadMemories() {
@@ -202,13 +237,13 @@ async function loadMemories() {
   try {
     let rows, heading;
     if (S.query) {
-      const hits = await api("POST", "/v1/memories/search", { query: S.query, memory_type: type || null, limit: 30 });
+      const hits = (await api("POST", "/v1/memories/search", { query: S.query, memory_type: type || null, limit: 30, related: true })).results;
       rows = hits.map((h) => [h, h.score]);
       heading = `${t("results_for")} “${S.query}”`;
     } else {
-      const q = new URLSearchParams({ include_episodic: "false", limit: "500" });
-      if (type) q.set("memory_type", type);
-      rows = (await api("GET", "/v1/memories?" + q)).memories.map((r) => [r, undefined]);
+      const q = { include_episodic: "false", limit: "500" };
+      if (type) q.memory_type = type;
+      rows = (await listAll("/v1/memories", q, 2000)).map((r) => [r, undefined]);
     }
     box.textContent = "";
     if (!rows.length) { box.append(el("p", { class: "muted" }, S.query ? t("no_results") : t("empty"))); return; }
@@ -254,7 +289,7 @@ async function toggleHistory(item, r) {
   const old = item.querySelector(".history");
   if (old) { old.remove(); return; }
   try {
-    const entries = await api("GET", `/v1/memories/${encodeURIComponent(r.id)}/history`);
+    const entries = await listAll(`/v1/memories/${encodeURIComponent(r.id)}/history`, { limit: "1000" }, 1000);
     const ul = el("ul", { class: "history" });
     for (const e of entries) {
       const change = e.old_content && e.new_content ? `${e.old_content} → ${e.new_content}` : (e.new_content || e.old_content || "");
@@ -296,10 +331,10 @@ async function forgetByWords(ev) {
   if (!words) { status(t("forget_empty"), "bad"); return; }
   try {
     const preview = await api("POST", "/v1/memories/forget", { query: words, dry_run: true });  // nothing deleted yet
-    const n = preview.memories.length;
+    const n = preview.results.length;
     if (!n) { status(t("forget_nothing", { q: words }), "bad"); return; }
     const ul = el("ul", { id: "forget-list" });
-    for (const r of preview.memories.slice(0, 30)) ul.append(el("li", {}, r.content));
+    for (const r of preview.results.slice(0, 30)) ul.append(el("li", {}, r.content));
     if (n > 30) ul.append(el("li", { class: "more" }, t("more", { n: n - 30 })));
     const body = el("div", {}, ul, el("p", { class: "muted" }, t("forget_help")));
     if (!(await ask(t(n === 1 ? "forget_title_one" : "forget_title", { n, q: words }), body, t("forget_words").replace(/…$/, "")))) {
@@ -308,7 +343,7 @@ async function forgetByWords(ev) {
     }
     const done = await api("POST", "/v1/memories/forget", { query: words, dry_run: false });
     $("#forget-words").value = "";
-    status(`${t("forgotten")}: ${done.memories.length}`, "ok");
+    status(`${t("forgotten")}: ${done.results.length}`, "ok");
     await loadMemories();
   } catch (e) { status(e.message, "bad"); }
 }
@@ -331,7 +366,7 @@ async function loadSessions() {
   const list = $("#session-list"), view = $("#session-view");
   list.textContent = ""; view.textContent = "";
   try {
-    const { sessions } = await api("GET", "/v1/sessions");
+    const sessions = await listAll("/v1/sessions", { limit: "1000" }, 1000);
     if (!sessions.length) { view.append(el("p", { class: "muted" }, t("no_sessions"))); return; }
     for (const id of sessions) {
       const b = el("button", { type: "button", "data-session": id }, id);
@@ -357,7 +392,7 @@ async function showSession(id, button) {
 
 async function loadPins() {
   const box = $("#pins"); box.textContent = "";
-  const { agents } = await api("GET", "/v1/pins");
+  const agents = await listAll("/v1/pins", { limit: "1000" }, 1000);
   if (!agents.length) { box.append(el("p", { class: "muted" }, t("no_pins"))); return; }
   for (const a of agents) {
     const ul = el("ul", {});
@@ -395,6 +430,14 @@ async function loadStats() {
       u.calls ? t("st_llm_split", { p: num(u.prompt_tokens), c: num(u.completion_tokens) }) : null,
       ...ops, u.last && u.last.at ? t("st_llm_last", { x: String(u.last.at).replace("T", " ").slice(0, 16) + " UTC" }) : null);
   }
+  const use = s.usage || {};
+  stat(dl, t("st_searches"), num(use.searches || 0));
+  const listOf = (items, line) => { const ul = el("ul", { class: "usage" }); for (const x of items) ul.append(el("li", {}, ...line(x))); return ul; };
+  if ((use.most_used || []).length)
+    stat(dl, t("st_most_used"), listOf(use.most_used, (x) => [el("span", { class: "count" }, t("st_times", { n: num(x.count) })), " ", x.content]));
+  if ((use.no_results || []).length)
+    stat(dl, t("st_no_results"), listOf(use.no_results, (x) => [el("span", { class: "count" }, t("st_times", { n: num(x.count) })), " ", x.query, " ",
+      el("span", { class: "muted" }, t("st_last", { x: String(x.last).slice(0, 10) }))]));
   box.append(dl);
 }
 
