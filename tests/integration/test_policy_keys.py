@@ -40,6 +40,8 @@ TESTED_ELSEWHERE = {
     "session_key_weight": ("test_session_keys", "test_key_session_key_weight"),
     "score_bonus_time": ("test_rank_cues", "test_key_score_bonus_time_in_chinese"),
     "query_speaker_mask": ("test_rank_speakers", "test_mask_moves_the_speakers_own_turn_up"),
+    "usage_max_entries": ("test_usage", "test_the_record_is_bounded_by_count_and_age"),
+    "usage_max_age_days": ("test_usage", "test_the_record_is_bounded_by_count_and_age"),
     "word_match_weight": ("test_rank_wordvec", "test_word_match_moves_a_memory_in_other_words_up"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }
