@@ -118,7 +118,7 @@ MEANINGS = {
     "memory.max_recent_memories": "length of an agent's pin list",
     "memory.dedupe_threshold": "cosine at or above which a new memory is a near-duplicate",
     "memory.score_weight_similarity": "weight of the fused similarity in the final score",
-    "memory.score_weight_time": "weight of `exp(−days since last access / decay_tau_days)`",
+    "memory.score_weight_time": "weight of `exp(−days since last access / decay_tau_days)` (never accessed: days since written)",
     "memory.score_weight_importance": "weight of the memory's importance",
     "memory.decay_tau_days": "time constant of the recency decay",
     "memory.fusion_keyword_weight": "share of the keyword score in the fused similarity (rest: vector); "
