@@ -19,6 +19,7 @@ from ..models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, HistoryEntry, Memory
 from ..providers.embedder import Embedder
 from ..text import memory_markdown as md
 from ..text.terms import TermsMemo
+from ..workspace.bullet_merge import grown_unmarked
 from ..workspace.editsafe import GuardedFile, split_marker
 from ..workspace.userspace import UserSpace, daily_date, daily_rel
 from . import records as rec
@@ -236,7 +237,11 @@ class UserStore:
                             sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
                                 rec.render_record(r, self.space.language))
                         for section, lines in sections.items():
-                            text = md.insert_lines(text, section, lines, self.space.language)
+                            grown = md.insert_lines(text, section, lines, self.space.language)
+                            made = md.inserted(grown)
+                            if made is not None and made[0] is text:  # whole lines put in after a bullet
+                                grown_unmarked(text, grown, "\n".join(made[1]))
+                            text = grown
                         return text
 
                     kept[rel] = self.space.keep_old(rel)

@@ -391,7 +391,12 @@ def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> st
         at, pos = ends[section]
         joined = "\n".join(new_lines)
         # the same as joining the lines before ``at``, the new lines and the lines from ``at``
-        out = "".join((text[:pos], joined, "\n", text[pos:])) if pos <= len(text) else "".join((text, "\n", joined))
+        if pos < len(text):
+            # a fresh head grown in place (its buffer is resized, not copied again): one copy of the file, not two
+            out = text[:pos]
+            out += "".join((joined, "\n", text[pos:]))
+        else:
+            out = "".join((text, joined, "\n") if pos == len(text) else (text, "\n", joined))
         if _whole_bullets(new_lines):
             k, grow = len(new_lines), len(joined) + 1
             _LAST_ENDS.put(out, {sec: (end + k, start + grow) if end > at else (end, start)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..text import memory_markdown as md
 
+MARKER_TEXT = "<!-- memfold-rev "  # how every revision marker line starts
 _MARKER = re.compile(r"^<!-- memfold-rev (\d+) -->\s*$")
 MARKER_BYTES = re.compile(rb"\n<!-- memfold-rev \d+ -->[ \t\r]*(\n|$)")
 
@@ -32,10 +33,10 @@ def split_marker(text: str) -> tuple[str, int | None]:
 
 
 def _split_marker(text: str) -> tuple[str, int | None]:
-    at = text.find("<!-- memfold-rev ")
+    at = text.find(MARKER_TEXT)
     if at == -1:
         return text, None
-    if (at == 0 or text[at - 1] == "\n") and text.find("<!-- memfold-rev ", at + 1) == -1:  # one marker line
+    if (at == 0 or text[at - 1] == "\n") and text.find(MARKER_TEXT, at + 1) == -1:  # one marker line
         end = text.find("\n", at)
         m = _MARKER.match(text[at:] if end == -1 else text[at:end])
         if m:
@@ -51,13 +52,25 @@ def _split_marker(text: str) -> tuple[str, int | None]:
     return "\n".join(keep), rev
 
 
+def grown_unmarked(parent: str, child: str, added: str) -> None:
+    """``child`` is ``parent`` with the text ``added`` put in between two of its lines: when
+    ``parent`` is a text split here without a marker and ``added`` holds none, ``child`` holds none
+    either, and splitting it later returns it as it is without searching the whole file for one."""
+    if MARKER_TEXT in added:
+        return
+    with _SPLIT_LOCK:
+        if not any(seen is parent and parts[1] is None and parts[0] is parent for seen, parts in _SPLIT):
+            return
+        _SPLIT[:] = [(child, (child, None))] + _SPLIT[:5]
+
+
 def with_marker(body: str, rev: int) -> str:
     body = split_marker(body)[0]
     plain = body if body.endswith("\n") else body + "\n"
     out = f"{plain}<!-- memfold-rev {rev} -->\n"
     if plain is body:  # split again later (to record it, to write the next version): the very body comes back
         with _SPLIT_LOCK:
-            _SPLIT[:] = [(out, (body, rev))] + _SPLIT[:5]
+            _SPLIT[:] = [(out, (body, rev)), (body, (body, None))] + _SPLIT[:4]
     return out
 
 
