@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from memfold import Memory
 from memfold.errors import MemoryIndexError
 from memfold.text import memory_markdown as md
-from memfold.workspace import editsafe
+from memfold.workspace import bullet_merge, editsafe
 
 from ..support.hash_embedder import HashEmbedder
 
@@ -157,3 +158,63 @@ def test_an_undone_add_leaves_no_backup_sharing_the_file(big, monkeypatch: pytes
     assert all(b.stat().st_ino != live for b in mem._store("u").space.backups())
     mem.add("after the refusal: the pewter mug", "u", memory_type="note")
     assert mem._store("u").space.backups()[-1].read_text(encoding="utf-8") == before
+
+
+def test_the_text_memfold_wrote_last_is_kept_in_place(big) -> None:  # type: ignore[no-untyped-def]
+    """The copy of what memfold wrote last (the base a hand save is merged with) is rewritten in
+    place, not created anew per add, and holds exactly the file memfold wrote."""
+    mem, path = big
+    mem.add("first: the linen sack", "u", memory_type="note")
+    last = path.parent / ".edits" / "MEMORY.md.last"
+    ino = last.stat().st_ino
+    for i in range(3):
+        mem.add(f"later adds {i}: the tin whistle w{i}", "u", memory_type="note")
+    assert last.stat().st_ino == ino
+    assert editsafe.Versions(path.parent / ".edits", "MEMORY.md").last() == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("cut", ["shorter", "same length"])
+def test_a_copy_cut_short_by_a_crash_is_not_taken_as_memfolds_text(big, tmp_path: Path, cut: str) -> None:  # type: ignore[no-untyped-def]
+    """A crash between writing the kept copy's text and its header leaves an older header before
+    another text: that copy reads as none, and the next add takes MEMORY.md as it is (a copy taken
+    as memfold's own text would have its differences merged into the file as memfold's changes)."""
+    mem, path = big
+    mem.add("acknowledged: the cedar box", "u", memory_type="note")
+    mem.close()
+    last = path.parent / ".edits" / "MEMORY.md.last"
+    data = last.read_bytes()
+    head, body = data[:editsafe.LATEST_HEAD], data[editsafe.LATEST_HEAD:]
+    if cut == "shorter":  # a version without one old line, written, then killed before its header
+        other = re.sub(rb"- 2026-01-01: old note 7 about the river w7 [^\n]*\n", b"", body)
+    else:  # as long as the text the header names, another checksum
+        other = body.replace(b"old note 7 about the river w7", b"OLD NOTE 7 ABOUT THE RIVER W7")
+    assert other != body
+    last.write_bytes(head + other)
+    assert editsafe.Versions(path.parent / ".edits", "MEMORY.md").last() is None
+    before = path.read_text(encoding="utf-8")
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as again:  # the next process
+        again.add("after the crash: the maple spoon", "u", memory_type="note")
+    after = path.read_text(encoding="utf-8")
+    assert "the maple spoon" in after and "the cedar box" in after
+    assert "- 2026-01-01: old note 7 about the river w7 " in after and "OLD NOTE 7" not in after
+    assert after.count("\n") == before.count("\n") + 1
+
+
+def test_an_add_does_not_search_the_whole_file_for_a_marker(big, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Lines added to a text known to hold no revision marker make a text known to hold none: the
+    write does not scan the file for one."""
+    mem, path = big
+    for i in range(2):
+        mem.add(f"warming adds {i}: the jade frog j{i}", "u", memory_type="note")
+    scanned: list[int] = []
+    real = bullet_merge._split_marker
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        scanned.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(bullet_merge, "_split_marker", counting)
+    for i in range(3):
+        mem.add(f"counted adds {i}: the onyx ring o{i}", "u", memory_type="note")
+    assert not [n for n in scanned if n > 10_000], scanned
+    assert all(f"the onyx ring o{i}" in path.read_text(encoding="utf-8") for i in range(3))

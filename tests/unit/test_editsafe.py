@@ -38,3 +38,21 @@ def test_the_marker_is_the_last_line_and_comes_off_cleanly():
     assert text.endswith("\n<!-- memfold-rev 7 -->\n") and split_marker(text) == (BASE, 7)
     assert split_marker(with_marker(text, 8)) == (BASE, 8)
     assert md.parse(text) == md.parse(BASE)
+
+
+def test_a_kept_copy_of_the_older_form_is_read_then_rewritten_in_the_checked_form(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A copy kept by an earlier release (a counter line, then the text) is still memfold's latest
+    text; the next write puts the header with length and checksum in its place."""
+    from memfold.workspace import editsafe
+
+    folder = tmp_path / ".edits"
+    folder.mkdir()
+    text = with_marker(BASE, 7)
+    (folder / "MEMORY.md.last").write_bytes(b"7\n" + text.encode())
+    v = editsafe.Versions(folder, "MEMORY.md")
+    assert v.last() == text and v.next_rev() == 8
+    newer = with_marker(BASE + "- 2026-11-21: a green door <!-- mf:cccc3333 -->\n", 8)
+    v.record(newer, own=True, accept=True)
+    assert (folder / "MEMORY.md.last").read_bytes().startswith(editsafe.LATEST_MAGIC)
+    again = editsafe.Versions(folder, "MEMORY.md")  # another process
+    assert again.last() == newer and again.next_rev() == 9

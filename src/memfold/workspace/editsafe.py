@@ -25,6 +25,7 @@ import functools
 import json
 import os
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ SETTLE_MAX = 5.0  # and is taken as it is after this long
 PUBLISH_TRIES = 8
 KEEP_VERSIONS = 64
 MARKER_TAIL = 256  # where the revision marker of a file memfold wrote is: its last line
+LATEST_MAGIC = b"memfold-last"  # how the header of the latest version's file starts
+LATEST_HEAD = 96  # its length in bytes (a fixed size: the text after it is rewritten in place)
 FULL_EVERY = 32  # a version's whole list of bullet hashes at least every this many lines of the log
 
 
@@ -100,35 +103,39 @@ class Versions:
         self.folder = folder
         self.log = folder / f"{name}.log"
         self.latest = folder / f"{name}.last"
-        self._cache: tuple[tuple[int, int, int], int, str] | None = None
+        self._cache: tuple[bytes, int, str] | None = None  # the latest version: its header, counter, text
         # the log as this process last wrote it: (its stat, the last line's hashes, lines since a whole one,
         # the length of the last whole line)
         self._tail: tuple[tuple[int, int, int], dict[str, str], int, int] | None = None
 
     def _load(self) -> tuple[int, str] | None:
-        try:
-            st = os.stat(self.latest)
-        except FileNotFoundError:
+        head = self.key()
+        if head is None:
             return None
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)
-        if self._cache is None or self._cache[0] != key:
-            try:
-                head, _, text = self.latest.read_text(encoding="utf-8").partition("\n")
-                self._cache = (key, int(head), text)
-            except (OSError, ValueError, UnicodeDecodeError):
+        if self._cache is None or self._cache[0] != head:
+            got = _read_latest(self.latest)
+            if got is None:
                 return None
+            self._cache = got
         return self._cache[1], self._cache[2]
 
-    def key(self) -> tuple[int, int, int] | None:
-        """What the latest version's file is now (inode, time, size): another writer changes it."""
-        return _stat_key(self.latest)
+    def key(self) -> bytes | None:
+        """What the latest version's file holds now, in short (its header: every write gives it a new
+        one): another writer changes it."""
+        try:
+            with open(self.latest, "rb") as fh:
+                head = fh.read(LATEST_HEAD)
+                return head if head.startswith(LATEST_MAGIC) else _older_key(head, os.fstat(fh.fileno()))
+        except FileNotFoundError:
+            return None
 
-    def held_key(self) -> tuple[int, int, int] | None:
+    def held_key(self) -> bytes | None:
         """The same, as this object last wrote or read it."""
         return self._cache[0] if self._cache is not None else None
 
     def last(self) -> str | None:
-        """The text memfold last wrote or accepted, exactly (marker included)."""
+        """The text memfold last wrote or accepted, exactly (marker included); None when there is
+        none, or when the copy kept is not whole (a write of it cut short)."""
         got = self._load()
         return got[1] if got else None
 
@@ -173,13 +180,34 @@ class Versions:
             self._write_latest(counter, text, data)
 
     def _write_latest(self, counter: int, text: str, data: bytes | None = None) -> None:
+        """Keep ``text`` as the latest version. Written over the copy kept before, in place (a new
+        file per write would be a second whole file created and freed, and written to disk, per add):
+        the text first, its header last. The header names the text's length and checksum, so a copy
+        cut short by a crash (the old header before a new text) reads as none at all, and memfold
+        then takes the file on disk as it is (see ``GuardedFile.adopt``)."""
+        body = text.encode("utf-8") if data is None else data
+        head = _latest_head(counter, body)
+        try:
+            fd = os.open(self.latest, os.O_RDWR)
+        except FileNotFoundError:
+            fd = -1
+        if fd >= 0:
+            try:
+                if os.pread(fd, len(LATEST_MAGIC), 0) == LATEST_MAGIC:
+                    os.pwrite(fd, body, LATEST_HEAD)
+                    os.ftruncate(fd, LATEST_HEAD + len(body))
+                    os.pwrite(fd, head, 0)
+                    self._cache = (head, counter, text)  # not read back on the next call
+                    return
+            finally:
+                os.close(fd)
+        # no copy yet, or one in the older form: a whole new file, put in place by rename
         tmp = self.latest.with_name(self.latest.name + f".{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
-            fh.write(f"{counter}\n".encode())
-            fh.write(text.encode("utf-8") if data is None else data)
-        st = os.stat(tmp)
+            fh.write(head)
+            fh.write(body)
         os.replace(tmp, self.latest)
-        self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size), counter, text)  # not read back on the next call
+        self._cache = (head, counter, text)
 
     def hold(self, text: str) -> None:
         """Make ``text`` the latest version without writing the file (it could not be written
@@ -229,7 +257,7 @@ class GuardedFile:
         self.path: Path = space.path(rel)
         self.versions = Versions(space.dir / ".edits", rel)
         # the file as this object last wrote it (inode, time, size) and the latest version's file then
-        self._wrote: tuple[tuple[int, int, int], tuple[int, int, int] | None] | None = None
+        self._wrote: tuple[tuple[int, int, int], bytes | None] | None = None
         self._written: tuple[str, bytes] | None = None  # the text this object wrote last, and its bytes
 
     def read(self) -> tuple[str | None, os.stat_result | None]:
@@ -345,6 +373,42 @@ class GuardedFile:
         if base is None:
             base = bullet_hashes(expected) if expected is not None else {}
         return merge3(base, ours, theirs, self.space.language, self.rel.startswith("memory/"))
+
+
+def _latest_head(counter: int, body: bytes) -> bytes:
+    """The fixed-size first line of the latest version's file: revision counter, length and
+    checksum of the text after it, and a token of this write (a new header for every write, so a
+    reader that holds the text of a header knows the file still holds that text)."""
+    line = LATEST_MAGIC + f" {counter} {len(body)} {zlib.crc32(body):08x} {os.urandom(6).hex()}".encode()
+    return line.ljust(LATEST_HEAD - 1) + b"\n"
+
+
+def _read_latest(path: Path) -> tuple[bytes, int, str] | None:
+    """(header, counter, text) of the latest version's file; None when there is none, or when it is
+    not whole: a write cut short, a header naming another length or checksum than the text's."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except FileNotFoundError:
+        return None
+    try:
+        if not data.startswith(LATEST_MAGIC):  # the older form: a counter line, then the text (written whole)
+            first, _, rest = data.partition(b"\n")
+            return _older_key(data[:LATEST_HEAD], st), int(first), rest.decode("utf-8")
+        head, body = data[:LATEST_HEAD], data[LATEST_HEAD:]
+        fields = head.split()
+        counter, length, crc = int(fields[1]), int(fields[2]), int(fields[3], 16)
+        if len(head) != LATEST_HEAD or len(body) != length or zlib.crc32(body) != crc:
+            return None
+        return head, counter, body.decode("utf-8")
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def _older_key(head: bytes, st: os.stat_result) -> bytes:
+    """A key for a latest version's file of the older form (replaced whole by every write)."""
+    return head + f" {st.st_ino} {st.st_mtime_ns} {st.st_size}".encode()
 
 
 def _stat_key(path: Path) -> tuple[int, int, int] | None:
