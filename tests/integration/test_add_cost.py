@@ -218,3 +218,33 @@ def test_an_add_does_not_search_the_whole_file_for_a_marker(big, monkeypatch: py
         mem.add(f"counted adds {i}: the onyx ring o{i}", "u", memory_type="note")
     assert not [n for n in scanned if n > 10_000], scanned
     assert all(f"the onyx ring o{i}" in path.read_text(encoding="utf-8") for i in range(3))
+
+
+def test_the_bytes_written_are_the_text_whatever_the_script_and_section(big, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The bytes of the file an add writes are made from the bytes of the file before and the new
+    lines' (the whole text is not encoded again); in sections before and after others, with
+    characters of one to four bytes, they are exactly the text memfold holds, encoded."""
+    mem, path = big
+    for kind in ("note", "event", "preference", "todo", "note"):  # every section has bullets, the bytes are known
+        mem.add(f"warm: the slate roof of the {kind}", "u", memory_type=kind)
+    known: list[bool] = []
+    real = md.known_utf8
+
+    def watching(text: str):  # type: ignore[no-untyped-def]
+        got = real(text)
+        known.append(got is not None)
+        return got
+
+    monkeypatch.setattr(md, "known_utf8", watching)
+    added = []
+    for i, (kind, words) in enumerate([("event", "在杭州喝了龙井茶 🍵"), ("note", "naïve café crème"),
+                                       ("preference", "喜欢下雨天读书"), ("todo", "call Zoë about the 🚲"),
+                                       ("note", "plain words only")]):
+        mem.add(f"{words} {i}", "u", memory_type=kind)
+        added.append(f"{words} {i}")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+        assert editsafe.Versions(path.parent / ".edits", "MEMORY.md").last() == text
+        assert all(a in text for a in added), text[-400:]
+    assert known and all(known), known
+    assert {a for a in added} <= {e.content for e in md.parse(text)} and text.count("old note") == N

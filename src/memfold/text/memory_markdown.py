@@ -343,18 +343,33 @@ class _Memo:
 
 _MEMO_TAIL = 256  # characters of a text's end in its memo key
 
-_LAST_ENDS = _Memo(8)  # text -> {section: (the line after its last bullet, where that line starts)}
+_LAST_ENDS = _Memo(8)  # text -> {section: (the line after its last bullet, where that line starts: character, byte)}
+_UTF8 = _Memo(4)  # text -> its UTF-8 bytes, for texts made by ``insert_lines`` from one whose bytes were known
+
+
+def remember_utf8(text: str, data: bytes) -> None:
+    """Remember that ``data`` is ``text`` encoded as UTF-8 (the caller has it at hand): a text
+    ``insert_lines`` makes from it gets its bytes by putting the new lines' bytes in, not by
+    encoding the whole file again."""
+    _UTF8.put(text, data)
+
+
+def known_utf8(text: str) -> bytes | None:
+    """The UTF-8 bytes remembered for ``text``, None when there are none."""
+    got: bytes | None = _UTF8.get(text)
+    return got
 _INSERTED = _Memo(8)  # text -> (the text it was made from, the bullet lines inserted at the end of a section)
 
 
-def _last_ends(text: str, lines: list[str]) -> dict[str, tuple[int, int]]:
+def _last_ends(text: str, lines: list[str]) -> dict[str, tuple[int, int, int]]:
     ends = _LAST_ENDS.get(text)
     if ends is None:
         last = {sec: end for sec, _, end, _ in _spans(lines)}  # the last bullet of each section wins
-        starts = [0]
+        starts, bstarts = [0], [0]
         for ln in lines:
             starts.append(starts[-1] + len(ln) + 1)
-        ends = {sec: (end, starts[end]) for sec, end in last.items()}
+            bstarts.append(bstarts[-1] + (len(ln) if ln.isascii() else len(ln.encode("utf-8", "surrogatepass"))) + 1)
+        ends = {sec: (end, starts[end], bstarts[end]) for sec, end in last.items()}
         _LAST_ENDS.put(text, ends)
     return dict(ends)
 
@@ -388,7 +403,7 @@ def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> st
         lines = text.split("\n")
         ends = _last_ends(text, lines)
     if section in ends and new_lines:
-        at, pos = ends[section]
+        at, pos, bpos = ends[section]
         joined = "\n".join(new_lines)
         # the same as joining the lines before ``at``, the new lines and the lines from ``at``
         if pos < len(text):
@@ -397,10 +412,18 @@ def insert_lines(text: str, section: str, new_lines: list[str], lang: str) -> st
             out += "".join((joined, "\n", text[pos:]))
         else:
             out = "".join((text, joined, "\n") if pos == len(text) else (text, "\n", joined))
+        data = _UTF8.get(text)
+        try:
+            added = joined.encode("utf-8")
+        except UnicodeEncodeError:  # not text a file can hold (encoding the whole text says so where it is written)
+            added, data = joined.encode("utf-8", "surrogatepass"), None  # (its length in bytes still counts)
+        if data is not None:  # the bytes of the text made: the new lines' bytes put in at the same place
+            _UTF8.put(out, b"".join((data[:bpos], added, b"\n", data[bpos:])) if pos <= len(text)
+                      else b"".join((data, b"\n", added)))
         if _whole_bullets(new_lines):
-            k, grow = len(new_lines), len(joined) + 1
-            _LAST_ENDS.put(out, {sec: (end + k, start + grow) if end > at else (end, start)
-                                 for sec, (end, start) in ends.items()} | {section: (at + k, pos + grow)})
+            k, grow, bgrow = len(new_lines), len(joined) + 1, len(added) + 1
+            _LAST_ENDS.put(out, {sec: (end + k, start + grow, bstart + bgrow) if end > at else (end, start, bstart)
+                                 for sec, (end, start, bstart) in ends.items()} | {section: (at + k, pos + grow, bpos + bgrow)})
             _INSERTED.put(out, (text, list(new_lines)))
         return out
     if section in ends:

@@ -74,6 +74,21 @@ def with_marker(body: str, rev: int) -> str:
     return out
 
 
+def marked_utf8(body: str, rev: int) -> tuple[str, bytes]:
+    """``with_marker(body, rev)`` and its UTF-8 bytes: the bytes remembered for ``body`` (made from
+    the bytes of the text it grew from) with the marker's appended, else encoded whole, and then
+    remembered for ``body`` (the next text grown from it is not encoded whole either)."""
+    out = with_marker(body, rev)
+    body = split_marker(body)[0]
+    tail = out[len(body):].encode("utf-8")  # a line break where the body lacked one, and the marker line
+    known = md.known_utf8(body)
+    if known is not None:
+        return out, known + tail
+    data = out.encode("utf-8")
+    md.remember_utf8(body, data[: len(data) - len(tail)])
+    return out, data
+
+
 def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=10).hexdigest()
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
-from .bullet_merge import MARKER_BYTES, added_since, bullet_hashes, merge3, split_marker, with_marker
+from .bullet_merge import MARKER_BYTES, added_since, bullet_hashes, marked_utf8, merge3, split_marker
 from .files import ChangedMeanwhile, atomic_swap
 
 SETTLE_STEP = 0.02  # seconds between two reads of a file that looks half-written
@@ -325,8 +325,7 @@ class GuardedFile:
         on_disk: os.stat_result | None = None  # after a first try: what we wrote, to see a later save before swapping
         marked = expected is not None and split_marker(expected)[1] is not None
         for _ in range(PUBLISH_TRIES):
-            out = with_marker(body, self.versions.next_rev())
-            data = out.encode("utf-8")
+            out, data = marked_utf8(body, self.versions.next_rev())
             made = None
             if backup_keep is not None and self.path.exists():
                 made = self.space.backup(backup_keep)
