@@ -162,40 +162,60 @@ def test_an_undone_add_leaves_no_backup_sharing_the_file(big, monkeypatch: pytes
 
 def test_the_text_memfold_wrote_last_is_kept_in_place(big) -> None:  # type: ignore[no-untyped-def]
     """The copy of what memfold wrote last (the base a hand save is merged with) is rewritten in
-    place, not created anew per add, and holds exactly the file memfold wrote."""
+    place, not created anew per add, in two copies written in turn; it holds exactly the file
+    memfold wrote, and the other copy the version before."""
     mem, path = big
-    mem.add("first: the linen sack", "u", memory_type="note")
-    last = path.parent / ".edits" / "MEMORY.md.last"
-    ino = last.stat().st_ino
+    for i in range(2):
+        mem.add(f"first adds {i}: the linen sack s{i}", "u", memory_type="note")
+    copies = [path.parent / ".edits" / "MEMORY.md.last", path.parent / ".edits" / "MEMORY.md.last-b"]
+    inodes = [c.stat().st_ino for c in copies]
+    before = path.read_text(encoding="utf-8")
     for i in range(3):
+        before = path.read_text(encoding="utf-8")
         mem.add(f"later adds {i}: the tin whistle w{i}", "u", memory_type="note")
-    assert last.stat().st_ino == ino
+    assert [c.stat().st_ino for c in copies] == inodes
     assert editsafe.Versions(path.parent / ".edits", "MEMORY.md").last() == path.read_text(encoding="utf-8")
+    held = {c.read_bytes()[editsafe.LATEST_HEAD:] for c in copies}
+    assert held == {path.read_bytes(), before.encode()}
 
 
-@pytest.mark.parametrize("cut", ["shorter", "same length"])
+def _newest_copy(path: Path) -> Path:
+    copies = [path.parent / ".edits" / "MEMORY.md.last", path.parent / ".edits" / "MEMORY.md.last-b"]
+    return max(copies, key=lambda c: int(c.read_bytes().split()[1]))
+
+
+@pytest.mark.parametrize("cut", ["shorter", "same length", "both copies"])
 def test_a_copy_cut_short_by_a_crash_is_not_taken_as_memfolds_text(big, tmp_path: Path, cut: str) -> None:  # type: ignore[no-untyped-def]
-    """A crash between writing the kept copy's text and its header leaves an older header before
-    another text: that copy reads as none, and the next add takes MEMORY.md as it is (a copy taken
-    as memfold's own text would have its differences merged into the file as memfold's changes)."""
+    """A crash between writing a kept copy's text and its header leaves an older header before
+    another text: that copy reads as none, the other copy (the version before) is memfold's latest
+    text, and with both spoiled the next add takes MEMORY.md as it is. (A copy taken as memfold's
+    own text would have its differences merged into the file as memfold's changes.)"""
     mem, path = big
+    mem.add("acknowledged before: the oak chest", "u", memory_type="note")
     mem.add("acknowledged: the cedar box", "u", memory_type="note")
     mem.close()
-    last = path.parent / ".edits" / "MEMORY.md.last"
-    data = last.read_bytes()
-    head, body = data[:editsafe.LATEST_HEAD], data[editsafe.LATEST_HEAD:]
-    if cut == "shorter":  # a version without one old line, written, then killed before its header
-        other = re.sub(rb"- 2026-01-01: old note 7 about the river w7 [^\n]*\n", b"", body)
-    else:  # as long as the text the header names, another checksum
-        other = body.replace(b"old note 7 about the river w7", b"OLD NOTE 7 ABOUT THE RIVER W7")
-    assert other != body
-    last.write_bytes(head + other)
-    assert editsafe.Versions(path.parent / ".edits", "MEMORY.md").last() is None
+    spoil = [_newest_copy(path)]
+    if cut == "both copies":
+        spoil = [path.parent / ".edits" / "MEMORY.md.last", path.parent / ".edits" / "MEMORY.md.last-b"]
+    for last in spoil:
+        data = last.read_bytes()
+        head, body = data[:editsafe.LATEST_HEAD], data[editsafe.LATEST_HEAD:]
+        if cut == "same length":  # as long as the text the header names, another checksum
+            other = body.replace(b"old note 7 about the river w7", b"OLD NOTE 7 ABOUT THE RIVER W7")
+        else:  # a version without one old line, written, then killed before its header
+            other = re.sub(rb"- 2026-01-01: old note 7 about the river w7 [^\n]*\n", b"", body)
+        assert other != body
+        last.write_bytes(head + other)
+    kept = editsafe.Versions(path.parent / ".edits", "MEMORY.md").last()
+    if cut == "both copies":
+        assert kept is None
+    else:
+        assert kept is not None and "old note 7 about" in kept and "the oak chest" in kept and "the cedar box" not in kept
     before = path.read_text(encoding="utf-8")
     with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as again:  # the next process
         again.add("after the crash: the maple spoon", "u", memory_type="note")
     after = path.read_text(encoding="utf-8")
-    assert "the maple spoon" in after and "the cedar box" in after
+    assert "the maple spoon" in after and "the cedar box" in after and "the oak chest" in after
     assert "- 2026-01-01: old note 7 about the river w7 " in after and "OLD NOTE 7" not in after
     assert after.count("\n") == before.count("\n") + 1
 

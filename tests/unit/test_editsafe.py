@@ -52,7 +52,12 @@ def test_a_kept_copy_of_the_older_form_is_read_then_rewritten_in_the_checked_for
     v = editsafe.Versions(folder, "MEMORY.md")
     assert v.last() == text and v.next_rev() == 8
     newer = with_marker(BASE + "- 2026-11-21: a green door <!-- mf:cccc3333 -->\n", 8)
-    v.record(newer, own=True, accept=True)
-    assert (folder / "MEMORY.md.last").read_bytes().startswith(editsafe.LATEST_MAGIC)
+    v.record(newer, own=True, accept=True)  # into the other copy: the older one stays as it was
+    assert (folder / "MEMORY.md.last-b").read_bytes().startswith(editsafe.LATEST_MAGIC)
+    assert (folder / "MEMORY.md.last").read_bytes() == b"7\n" + text.encode()
     again = editsafe.Versions(folder, "MEMORY.md")  # another process
     assert again.last() == newer and again.next_rev() == 9
+    newest = with_marker(BASE + "- 2026-11-22: a blue gate <!-- mf:dddd4444 -->\n", 9)
+    again.record(newest, own=True, accept=True)
+    assert (folder / "MEMORY.md.last").read_bytes().startswith(editsafe.LATEST_MAGIC)
+    assert editsafe.Versions(folder, "MEMORY.md").last() == newest and v.last() == newest

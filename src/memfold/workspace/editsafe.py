@@ -102,34 +102,38 @@ class Versions:
         name = rel.replace("/", "_")
         self.folder = folder
         self.log = folder / f"{name}.log"
-        self.latest = folder / f"{name}.last"
-        self._cache: tuple[bytes, int, str] | None = None  # the latest version: its header, counter, text
+        # the latest version is kept in two copies written in turn, each in place: a write cut short
+        # spoils only the copy it was writing, never the version before it
+        self.slots = (folder / f"{name}.last", folder / f"{name}.last-b")
+        # the latest version as last written or read: the copies' headers, its counter, its text, its copy
+        self._cache: tuple[tuple[bytes, bytes], int, str, int] | None = None
         # the log as this process last wrote it: (its stat, the last line's hashes, lines since a whole one,
         # the length of the last whole line)
         self._tail: tuple[tuple[int, int, int], dict[str, str], int, int] | None = None
 
     def _load(self) -> tuple[int, str] | None:
-        head = self.key()
-        if head is None:
+        key = self.key()
+        if key is None:
             return None
-        if self._cache is None or self._cache[0] != head:
-            got = _read_latest(self.latest)
+        if self._cache is None or self._cache[0] != key:
+            got = None  # the copy with the highest sequence number whose text is whole
+            for slot in sorted(range(2), key=lambda i: -_slot_seq(key[i])):
+                read = _read_latest(self.slots[slot])
+                if read is not None:
+                    got = (key, read[1], read[2], slot)
+                    break
             if got is None:
                 return None
             self._cache = got
         return self._cache[1], self._cache[2]
 
-    def key(self) -> bytes | None:
-        """What the latest version's file holds now, in short (its header: every write gives it a new
-        one): another writer changes it."""
-        try:
-            with open(self.latest, "rb") as fh:
-                head = fh.read(LATEST_HEAD)
-                return head if head.startswith(LATEST_MAGIC) else _older_key(head, os.fstat(fh.fileno()))
-        except FileNotFoundError:
-            return None
+    def key(self) -> tuple[bytes, bytes] | None:
+        """What the two copies of the latest version hold now, in short (their headers: every write
+        gives one a new header): another writer changes it."""
+        heads = (_slot_key(self.slots[0]), _slot_key(self.slots[1]))
+        return None if heads == (b"", b"") else heads
 
-    def held_key(self) -> bytes | None:
+    def held_key(self) -> tuple[bytes, bytes] | None:
         """The same, as this object last wrote or read it."""
         return self._cache[0] if self._cache is not None else None
 
@@ -180,34 +184,39 @@ class Versions:
             self._write_latest(counter, text, data)
 
     def _write_latest(self, counter: int, text: str, data: bytes | None = None) -> None:
-        """Keep ``text`` as the latest version. Written over the copy kept before, in place (a new
-        file per write would be a second whole file created and freed, and written to disk, per add):
-        the text first, its header last. The header names the text's length and checksum, so a copy
-        cut short by a crash (the old header before a new text) reads as none at all, and memfold
-        then takes the file on disk as it is (see ``GuardedFile.adopt``)."""
+        """Keep ``text`` as the latest version, in the copy that does not hold the version before
+        it, overwritten in place (a new file per write would be a second whole file created, freed
+        and written to disk per add): the text first, its header last. The header names a sequence
+        number, the text's length and checksum: a copy cut short by a crash (an older header before
+        a newer text) reads as none, and the version before it, in the other copy, is the latest."""
         body = text.encode("utf-8") if data is None else data
-        head = _latest_head(counter, body)
+        self._load()
+        key = self.key() or (b"", b"")
+        held = self._cache[3] if self._cache is not None and self._cache[0] == key else 1
+        target = self.slots[1 - held]
+        head = _latest_head(max(_slot_seq(key[0]), _slot_seq(key[1])) + 1, counter, body)
         try:
-            fd = os.open(self.latest, os.O_RDWR)
+            fd = os.open(target, os.O_RDWR)
         except FileNotFoundError:
             fd = -1
+        written = False
         if fd >= 0:
             try:
                 if os.pread(fd, len(LATEST_MAGIC), 0) == LATEST_MAGIC:
                     os.pwrite(fd, body, LATEST_HEAD)
                     os.ftruncate(fd, LATEST_HEAD + len(body))
                     os.pwrite(fd, head, 0)
-                    self._cache = (head, counter, text)  # not read back on the next call
-                    return
+                    written = True
             finally:
                 os.close(fd)
-        # no copy yet, or one in the older form: a whole new file, put in place by rename
-        tmp = self.latest.with_name(self.latest.name + f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(head)
-            fh.write(body)
-        os.replace(tmp, self.latest)
-        self._cache = (head, counter, text)
+        if not written:  # no copy there yet, or one in the older form: a whole new file, renamed into place
+            tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(head)
+                fh.write(body)
+            os.replace(tmp, target)
+        new_key = (head, key[1]) if target == self.slots[0] else (key[0], head)
+        self._cache = (new_key, counter, text, 1 - held)  # not read back on the next call
 
     def hold(self, text: str) -> None:
         """Make ``text`` the latest version without writing the file (it could not be written
@@ -257,7 +266,7 @@ class GuardedFile:
         self.path: Path = space.path(rel)
         self.versions = Versions(space.dir / ".edits", rel)
         # the file as this object last wrote it (inode, time, size) and the latest version's file then
-        self._wrote: tuple[tuple[int, int, int], bytes | None] | None = None
+        self._wrote: tuple[tuple[int, int, int], tuple[bytes, bytes] | None] | None = None
         self._written: tuple[str, bytes] | None = None  # the text this object wrote last, and its bytes
 
     def read(self) -> tuple[str | None, os.stat_result | None]:
@@ -374,17 +383,41 @@ class GuardedFile:
         return merge3(base, ours, theirs, self.space.language, self.rel.startswith("memory/"))
 
 
-def _latest_head(counter: int, body: bytes) -> bytes:
-    """The fixed-size first line of the latest version's file: revision counter, length and
-    checksum of the text after it, and a token of this write (a new header for every write, so a
-    reader that holds the text of a header knows the file still holds that text)."""
-    line = LATEST_MAGIC + f" {counter} {len(body)} {zlib.crc32(body):08x} {os.urandom(6).hex()}".encode()
+def _latest_head(seq: int, counter: int, body: bytes) -> bytes:
+    """The fixed-size first line of a copy of the latest version: its sequence number (the copy
+    with the higher one is the newer), the revision counter, the length and checksum of the text
+    after it, and a token of this write (a new header for every write, so a reader that holds the
+    text of a header knows the copy still holds that text)."""
+    line = LATEST_MAGIC + f" {seq} {counter} {len(body)} {zlib.crc32(body):08x} {os.urandom(6).hex()}".encode()
     return line.ljust(LATEST_HEAD - 1) + b"\n"
 
 
+def _slot_key(path: Path) -> bytes:
+    """The header of a copy of the latest version (b"" when there is none)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(LATEST_HEAD)
+            return head if head.startswith(LATEST_MAGIC) else _older_key(head, os.fstat(fh.fileno()))
+    except FileNotFoundError:
+        return b""
+
+
+def _slot_seq(head: bytes) -> int:
+    """The sequence number a copy's header names: 0 for the older form, -1 for no copy or a header
+    that cannot be read."""
+    if not head:
+        return -1
+    if not head.startswith(LATEST_MAGIC):
+        return 0
+    try:
+        return int(head.split()[1])
+    except (ValueError, IndexError):
+        return -1
+
+
 def _read_latest(path: Path) -> tuple[bytes, int, str] | None:
-    """(header, counter, text) of the latest version's file; None when there is none, or when it is
-    not whole: a write cut short, a header naming another length or checksum than the text's."""
+    """(header, counter, text) of a copy of the latest version; None when there is none, or when it
+    is not whole: a write cut short, a header naming another length or checksum than the text's."""
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -397,7 +430,7 @@ def _read_latest(path: Path) -> tuple[bytes, int, str] | None:
             return _older_key(data[:LATEST_HEAD], st), int(first), rest.decode("utf-8")
         head, body = data[:LATEST_HEAD], data[LATEST_HEAD:]
         fields = head.split()
-        counter, length, crc = int(fields[1]), int(fields[2]), int(fields[3], 16)
+        counter, length, crc = int(fields[2]), int(fields[3]), int(fields[4], 16)
         if len(head) != LATEST_HEAD or len(body) != length or zlib.crc32(body) != crc:
             return None
         return head, counter, body.decode("utf-8")
@@ -406,7 +439,7 @@ def _read_latest(path: Path) -> tuple[bytes, int, str] | None:
 
 
 def _older_key(head: bytes, st: os.stat_result) -> bytes:
-    """A key for a latest version's file of the older form (replaced whole by every write)."""
+    """A key for a copy of the latest version of the older form (replaced whole by every write)."""
     return head + f" {st.st_ino} {st.st_mtime_ns} {st.st_size}".encode()
 
 
