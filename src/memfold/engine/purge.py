@@ -65,6 +65,7 @@ def purge(store: UserStore, removed: Sequence[MemoryRecord], words: Sequence[str
         entries = index.forget_text(user, list(gone), texts)
         searches = index.forget_usage(user, list(gone), asked)  # the usage record: searches that returned them
         rewritten, dropped = store.space.purge_backups(set(gone), texts)
+        store.forget_older_versions()
     log.info("purged %d memories of %s (%d older versions): %d history entries, %d contexts, %d usage entries, "
              "%d backups rewritten, %d deleted", len(removed), user, len(older), entries, unquoted, searches,
              rewritten, dropped)

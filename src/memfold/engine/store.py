@@ -391,6 +391,12 @@ class UserStore:
             self._reconcile_file(rel, by=by)
 
     # ---- guarded file writes (hand edits made meanwhile are merged, not overwritten) ----------------
+    def forget_older_versions(self) -> None:
+        """Under the lock, after memories were deleted: the copy memfold keeps of each memory file's
+        version before its latest (its merge base) is overwritten with the latest."""
+        for rel in self.space.memory_files():
+            self._guard(rel).versions.drop_older()
+
     def _guard(self, rel: str) -> GuardedFile:
         g = self._guards.get(rel)
         if g is None:

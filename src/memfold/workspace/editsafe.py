@@ -218,6 +218,15 @@ class Versions:
         new_key = (head, key[1]) if target == self.slots[0] else (key[0], head)
         self._cache = (new_key, counter, text, 1 - held)  # not read back on the next call
 
+    def drop_older(self) -> None:
+        """Write the latest version over the copy of the version before it too (deleted words then
+        stay in neither copy)."""
+        got = self._load()
+        if got is not None and self._cache is not None:
+            other = self.slots[1 - self._cache[3]]
+            if other.exists():
+                self._write_latest(got[0], got[1])
+
     def hold(self, text: str) -> None:
         """Make ``text`` the latest version without writing the file (it could not be written
         without overwriting a save made meanwhile); the next reconcile merges it into the file."""
