@@ -44,6 +44,7 @@ def test_add_list_stats_search_import_read_like_a_cli(root: Path, tmp_path: Path
     text = _ok(root, "stats")
     assert "by type: event 1, fact 1" in text or "by type: event 1, note 1" in text, text
     assert "{" not in text and "'" not in text and "memories: 3 in all: 2 active" in text
+    assert "LLM: no calls (extraction and merges by rules)" in text and "0 operations" not in text  # no LLM here
     assert json.loads(_ok(root, "stats", "--json"))["archived"] == 1
     # an empty query says what a CLI user can do instead
     r = run_cli(root, "search", "")

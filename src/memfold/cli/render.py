@@ -128,7 +128,9 @@ def stats_lines(s: dict[str, Any]) -> list[str]:
     if "embedder" in s or "index" in s:
         lines.append(f"embedder: {s.pop('embedder', '-')}; index: {s.pop('index', '-')}")
     usage = s.pop("llm_usage", None)
-    if isinstance(usage, dict):
+    if isinstance(usage, dict) and not (usage.get("operations") or usage.get("calls")):
+        lines.append("LLM: no calls (extraction and merges by rules)")
+    elif isinstance(usage, dict):
         u = dict(usage)
         lines.append(f"LLM: {_num(u.pop('operations', 0))} operations, {_num(u.pop('calls', 0))} calls, "
                      f"{_num(u.pop('failures', 0))} failures, {_num(u.pop('total_tokens', 0))} tokens "

@@ -239,15 +239,21 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                   since: datetime | None) -> None:
         if self.read_only:  # like access statistics, a side effect of reading
             return
-        with self._lock, self._tx():
-            self._db.execute("INSERT INTO usage_log (user_id, at, query, ids) VALUES (?, ?, ?, ?)",
-                             (user_id, at.isoformat(), query, json.dumps(list(ids))))
-            if since is not None:
-                self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND at < ?", (user_id, since.isoformat()))
-            cut = self._db.execute("SELECT n FROM usage_log WHERE user_id = ? ORDER BY n DESC LIMIT 1 OFFSET ?",
-                                   (user_id, keep)).fetchone()
-            if cut is not None:
-                self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND n <= ?", (user_id, cut[0]))
+        with self._lock:
+            alone, before = not self._tx_depth, self._writes
+            with self._tx():
+                self._db.execute("INSERT INTO usage_log (user_id, at, query, ids) VALUES (?, ?, ?, ?)",
+                                 (user_id, at.isoformat(), query, json.dumps(list(ids))))
+                if since is not None:
+                    self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND at < ?",
+                                     (user_id, since.isoformat()))
+                cut = self._db.execute("SELECT n FROM usage_log WHERE user_id = ? ORDER BY n DESC LIMIT 1 OFFSET ?",
+                                       (user_id, keep)).fetchone()
+                if cut is not None:
+                    self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND n <= ?", (user_id, cut[0]))
+            kept = self._records
+            if alone and kept.token is not None and kept.token[1] == before:  # no record changed: kept rows stay true
+                kept.token = (kept.token[0], self._writes)
 
     def usage(self, user_id: str, limit: int) -> list[dict[str, Any]]:
         with self._lock:
