@@ -179,6 +179,8 @@ class UserStore:
                 meta = rec.meta_of(r, e.section if rel != FILE_LEARNINGS else "skills")
                 lines[e.start: e.end] = md.render(eid, day, r.content, meta, self.space.language)
             _, state = self._guard(rel).publish("\n".join(lines), expected=text)
+            if redacted:  # the version before this one is the hand edit with its secrets: not kept
+                self._guard(rel).versions.drop_older()
         gone = [i for i in known if i not in seen]
         removed = self.index.get(self.user_id, gone) if gone else []
         self._delete_rows(gone, "delete", {"file": rel, "by": by})
