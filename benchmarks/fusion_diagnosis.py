@@ -44,10 +44,10 @@ from typing import Any
 import numpy as np
 from tune import DATA, sets
 
-from memfold.engine.memory import Memory
-from memfold.engine.rank_speakers import may_name_someone, vector_side_query
-from memfold.engine.read import fuse, query_vector
+from memfold.engine.read.rank_speakers import may_name_someone, vector_side_query
+from memfold.engine.read.read import fuse, query_vector
 from memfold.eval.harness import Probe, eval_memory, use_policy
+from memfold.facade.memory import Memory
 from memfold.text.terms import terms
 
 DEPTH = 3000  # candidates asked per side: every memory of a MADial user, a LoCoMo conversation, a LongMemEval haystack

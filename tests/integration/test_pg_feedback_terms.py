@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memfold.engine import rank_keywords
-from memfold.engine.rank_keywords import doc_terms
-from memfold.engine.records import index_text
+from memfold.engine.read import rank_keywords
+from memfold.engine.read.rank_keywords import doc_terms
+from memfold.engine.storage.records import index_text
 from memfold.index.pg_scope import PgSearchScope
 
 from .test_pg_search_scope import FACTS, NOW, QUERIES, _answers, _mem

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memfold import Memory
-from memfold.engine.rank_speakers import masked_query, may_name_someone, named_speakers
+from memfold.engine.read.rank_speakers import masked_query, may_name_someone, named_speakers
 from memfold.models import MemoryRecord, MemoryType, utcnow
 from memfold.text.terms import terms
 

@@ -12,8 +12,8 @@ import pytest
 
 from memfold import Memory
 from memfold.config import load_settings
-from memfold.engine import rank_wordvec
-from memfold.engine.rank_wordvec import (
+from memfold.engine.read import rank_wordvec
+from memfold.engine.read.rank_wordvec import (
     TERM_CACHE,
     TEXT_CACHE,
     WordVectors,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memfold import Memory
-from memfold.engine import rank_sessions
+from memfold.engine.read import rank_sessions
 
 from ..support.hash_embedder import HashEmbedder
 

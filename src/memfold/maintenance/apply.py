@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..engine import records as rec
-from ..engine.store import UserStore
+from ..engine.storage import records as rec
+from ..engine.storage.store import UserStore
 from ..index.base import IndexItem
 from ..models import EPISODIC, HistoryEntry, MemoryRecord, utcnow
 from ..text import memory_markdown as md
@@ -159,6 +159,6 @@ def _append_archive(store: UserStore, lines: list[str]) -> None:
 
 
 def _transaction(index):  # type: ignore[no-untyped-def]
-    from ..engine.store import _transaction as tx
+    from ..engine.storage.store import _transaction as tx
 
     return tx(index)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..engine.llm_calls import LLMCalls
-from ..engine.store import UserStore
+from ..engine.llm.llm_calls import LLMCalls
+from ..engine.storage.store import UserStore
 from ..models import FILE_MEMORY, MemoryRecord
 from ..policy import Policy
 from ..providers.chat import ChatModel

@@ -20,9 +20,9 @@ from datetime import timedelta
 from typing import Any
 
 from .. import prompts
-from ..engine.context import clean_memory_file
-from ..engine.llm_calls import parse_json_answer, record_usage
-from ..engine.pin import STATE_KIND as PIN_KIND
+from ..engine.conversation.context import clean_memory_file
+from ..engine.llm.llm_calls import parse_json_answer, record_usage
+from ..engine.storage.pin import STATE_KIND as PIN_KIND
 from ..errors import ProviderError
 from ..index.base import IndexItem
 from ..models import FILE_MEMORY, HistoryEntry, utcnow

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from .. import prompts
-from ..engine import records as rec
-from ..engine.llm_calls import CallCapReached, LLMCalls, answer_text, parse_json_answer, record_usage
-from ..engine.store import file_for
+from ..engine.llm.llm_calls import CallCapReached, LLMCalls, answer_text, parse_json_answer, record_usage
+from ..engine.storage import records as rec
+from ..engine.storage.store import file_for
 from ..errors import ProviderError
 from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
 from ..text import condense

@@ -27,7 +27,7 @@ from .old_memories import OldMemoryCompression
 from .tidy import Tidy
 
 if TYPE_CHECKING:
-    from ..engine.memory import Memory
+    from ..facade.memory import Memory
 
 log = logging.getLogger("memfold")
 LEASE = "maintenance"

@@ -23,7 +23,7 @@ from .longterm import INTERVAL, LongTermCompression
 from .runner import Bounds, run_due
 
 if TYPE_CHECKING:
-    from ..engine.memory import Memory
+    from ..facade.memory import Memory
 
 log = logging.getLogger("memfold")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import records as rec
+from ..engine.storage import records as rec
 from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
 from ..text import memory_markdown as md
 from ..workspace.userspace import daily_date
