@@ -6,12 +6,12 @@ from __future__ import annotations
 import errno
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ...errors import MemoryIndexError, NotFoundError, ReadOnlyWorkspaceError
 from ...index.base import Index, IndexItem
@@ -30,6 +30,27 @@ log = logging.getLogger("memfold")
 
 def file_for(r: MemoryRecord) -> str:
     return FILE_LEARNINGS if r.memory_type is MemoryType.SKILL else FILE_MEMORY
+
+
+class Namespace(Protocol):
+    """The port of one namespace's store for code outside the engine (maintenance jobs): its files
+    and index, ``sync`` with hand edits, a whole-file change (``write_file``, ``reconcile_file``)
+    and the crash-safe ``commit`` of files then index. ``UserStore`` is the one implementation."""
+
+    user_id: str
+    space: UserSpace
+    index: Index
+    embedder: Embedder
+
+    def sync(self, force: bool = False, *, wait: bool = True) -> int: ...
+
+    def write_file(self, rel: str, change: Callable[[str], str | None], *, backup: bool = True
+                   ) -> tuple[int, int] | None: ...
+
+    def reconcile_file(self, rel: str) -> int: ...
+
+    def commit(self, changes: Mapping[str, Callable[[str], str | None]], write_index: Callable[[], None], *,
+               prepare: Callable[[], None] | None = None) -> None: ...
 
 
 class UserStore:
@@ -221,55 +242,78 @@ class UserStore:
         by_file: dict[str, list[MemoryRecord]] = {}
         for r in records:
             by_file.setdefault(r.file, []).append(r)
+        changes: dict[str, Callable[[str], str | None]] = {}
+        for rel, group in by_file.items():
+            if rel == EPISODIC:
+                continue
+
+            def add_lines(text: str, rel: str = rel, group: list[MemoryRecord] = group) -> str:
+                if rel.startswith("memory/"):
+                    return text.rstrip("\n") + "\n" + "\n".join(
+                        line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
+                sections: dict[str, list[str]] = {}
+                for r in group:
+                    sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
+                        rec.render_record(r, self.space.language))
+                for section, lines in sections.items():
+                    grown = md.insert_lines(text, section, lines, self.space.language)
+                    made = md.inserted(grown)
+                    if made is not None and made[0] is text:  # whole lines put in after a bullet
+                        grown_unmarked(text, grown, "\n".join(made[1]))
+                    text = grown
+                return text
+
+            changes[rel] = add_lines
+        computed: list[Any] = [vectors]
+
+        def embed() -> None:
+            if records and computed[0] is None and not vectors_later:
+                computed[0] = self.embedder.embed([rec.embed_text(r) for r in records])
+
+        def write_index() -> None:
+            self._index_records(records, computed[0], later=vectors_later)
+            self.index.append_history(history)
+
         with self.space.lock:
             self.sync()
-            written: dict[str, tuple[int, int] | None] = {}
-            kept: dict[str, Path | None] = {}
             try:
-                for rel, group in by_file.items():
-                    if rel == EPISODIC:
-                        continue
-
-                    def add_lines(text: str, rel: str = rel, group: list[MemoryRecord] = group) -> str:
-                        if rel.startswith("memory/"):
-                            return text.rstrip("\n") + "\n" + "\n".join(
-                                line for r in group for line in rec.render_record(r, self.space.language)) + "\n"
-                        sections: dict[str, list[str]] = {}
-                        for r in group:
-                            sections.setdefault(md.SECTION_OF_TYPE[r.memory_type], []).extend(
-                                rec.render_record(r, self.space.language))
-                        for section, lines in sections.items():
-                            grown = md.insert_lines(text, section, lines, self.space.language)
-                            made = md.inserted(grown)
-                            if made is not None and made[0] is text:  # whole lines put in after a bullet
-                                grown_unmarked(text, grown, "\n".join(made[1]))
-                            text = grown
-                        return text
-
-                    kept[rel] = self.space.keep_old(rel)
-                    written[rel] = self._write_file(rel, add_lines, backup=True)  # seed 001 §4.5: MEMORY.md
-                if records and vectors is None and not vectors_later:
-                    vectors = self.embedder.embed([rec.embed_text(r) for r in records])
-                with _transaction(self.index):  # all or nothing where the backend can (SQLite)
-                    self._index_records(records, vectors, later=vectors_later)
-                    self.index.append_history(history)
-            except BaseException as exc:
-                # the index refused (a full disk…), or the disk filled up during the file write: take the
-                # new lines out of the files again, so that nothing half-stored stays behind and a retry
-                # stores the memory once
-                for rel in kept:
-                    self._undo_write(rel, kept[rel])
-                if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                self.commit(changes, write_index, prepare=embed)
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
                     raise MemoryIndexError("the disk is full; nothing of this change was stored (the Markdown "
                                            "files are unchanged). Free some space and try again") from exc
                 raise
-            finally:
-                for old in kept.values():
-                    if old is not None:
-                        old.unlink(missing_ok=True)
-            # recorded last: a crash before this line leaves a stale state, so the next sync repairs the index
-            for rel, state in written.items():
-                self.index.set_file_state(self.user_id, rel, state)
+
+    def commit(self, changes: Mapping[str, Callable[[str], str | None]], write_index: Callable[[], None], *,
+               prepare: Callable[[], None] | None = None) -> None:
+        """The crash-safe write of a namespace, for every change that touches files and index (the
+        caller holds ``space.lock`` and has synced): each file of ``changes`` gets its change (text
+        without the revision marker -> new text, None for none; MEMORY.md backed up first, hand edits
+        merged), then ``prepare`` runs (vectors, say), then ``write_index`` in one index transaction
+        where the backend has them. When anything fails — the index refused, the disk filled up — the
+        files are put back as they were, so nothing half-stored stays and a retry stores the change
+        once. The files' states are recorded last: a crash before that leaves them stale, and the next
+        sync repairs the index."""
+        written: dict[str, tuple[int, int] | None] = {}
+        kept: dict[str, Path | None] = {}
+        try:
+            for rel, change in changes.items():
+                kept[rel] = self.space.keep_old(rel)
+                written[rel] = self.write_file(rel, change, backup=True)  # MEMORY.md: a dated backup first
+            if prepare is not None:
+                prepare()
+            with _transaction(self.index):  # all or nothing where the backend can (SQLite)
+                write_index()
+        except BaseException:
+            for rel in kept:
+                self._undo_write(rel, kept[rel])
+            raise
+        finally:
+            for old in kept.values():
+                if old is not None:
+                    old.unlink(missing_ok=True)
+        for rel, state in written.items():
+            self.index.set_file_state(self.user_id, rel, state)
 
     def rewrite(self, record: MemoryRecord, new: MemoryRecord | None, action: str, detail: dict) -> None:
         """Replace (``new``) or remove (``new=None``) the line of a file-backed record, with a backup."""

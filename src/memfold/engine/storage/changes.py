@@ -1,8 +1,9 @@
-"""The one write of the maintenance jobs that merge or archive memories: under the user lock,
-after a sync, every touched file is changed once (archived lines out, new lines in, a dated
-backup of MEMORY.md first, hand edits merged by ``UserStore``), then the index in one
-transaction (new rows, archived rows kept inactive with ``superseded_by``, history, relations).
-When the index refuses, the files are put back: nothing half-done stays."""
+"""Archiving and replacing memories in one write (the maintenance jobs that merge or archive
+memories, a todo closed by what the user says): under the user lock, after a sync, every touched
+file is changed once (archived lines out, new lines in, a dated backup of MEMORY.md first, hand
+edits merged by ``UserStore``), then the index in one transaction (new rows, archived rows kept
+inactive with ``superseded_by``, history, relations), through ``UserStore.commit``. When the
+index refuses, the files are put back: nothing half-done stays."""
 
 from __future__ import annotations
 
@@ -11,16 +12,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..engine.storage import records as rec
-from ..engine.storage.store import UserStore
-from ..index.base import IndexItem
-from ..models import EPISODIC, HistoryEntry, MemoryRecord, utcnow
-from ..text import memory_markdown as md
-from ..workspace.files import atomic_write
-from ..workspace.userspace import ARCHIVE_FILE
-from .base import JobFailed
+from ...index.base import IndexItem
+from ...models import EPISODIC, HistoryEntry, MemoryRecord, utcnow
+from ...text import memory_markdown as md
+from ...workspace.files import atomic_write
+from ...workspace.userspace import ARCHIVE_FILE
+from . import records as rec
+from .store import Namespace
 
 log = logging.getLogger("memfold")
+
+
+class ChangedMeanwhile(Exception):
+    """A memory to archive was changed or removed while its change was planned: nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,10 @@ class Changes:
         return bool(self.add or self.archive)
 
 
-def apply_changes(store: UserStore, changes: Changes, job: str) -> None:
-    """Carry out ``changes``; JobFailed (nothing changed) when a memory to archive changed meanwhile."""
+def apply_changes(store: Namespace, changes: Changes, job: str) -> None:
+    """Carry out ``changes``; ChangedMeanwhile (nothing changed) when a memory to archive changed meanwhile."""
     if not changes:
         return
-    user = store.user_id
     vectors = store.embedder.embed([rec.embed_text(r) for r in changes.add]) if changes.add else None  # outside the lock
     with store.space.lock:
         store.sync()
@@ -58,35 +61,19 @@ def apply_changes(store: UserStore, changes: Changes, job: str) -> None:
                 by_file.setdefault(a.record.file, (set(), []))[0].add(a.record.id)
         for r in changes.add:
             by_file.setdefault(r.file, (set(), []))[1].append(r)
-        kept = {}
-        written: dict[str, tuple[int, int] | None] = {}
-        try:
-            for rel, (gone, new) in by_file.items():
-                kept[rel] = store.space.keep_old(rel)
-                written[rel] = store.write_file(rel, _changer(gone, new, store.space.language, rel), backup=True)
-            with _transaction(store.index):
-                _write_index(store, changes, vectors, job)
-        except BaseException:
-            for rel, old in kept.items():
-                store._undo_write(rel, old)
-            raise
-        finally:
-            for old in kept.values():
-                if old is not None:
-                    old.unlink(missing_ok=True)
-        for rel, state in written.items():
-            store.index.set_file_state(user, rel, state)
+        store.commit({rel: _changer(gone, new, store.space.language, rel) for rel, (gone, new) in by_file.items()},
+                     lambda: _write_index(store, changes, vectors, job))
         if changes.archive_lines:
             _append_archive(store, changes.archive_lines)
 
 
-def _check_unchanged(store: UserStore, archive: Sequence[Archive]) -> None:
+def _check_unchanged(store: Namespace, archive: Sequence[Archive]) -> None:
     now = {r.id: r for r in store.index.get(store.user_id, [a.record.id for a in archive])}
     for a in archive:
         cur = now.get(a.record.id)
         if cur is None or not cur.is_active or rec.content_hash(cur) != rec.content_hash(a.record):
-            raise JobFailed(f"memory {a.record.id} was changed or removed while the job ran; nothing was changed "
-                            "and the job runs again next time")
+            raise ChangedMeanwhile(f"memory {a.record.id} was changed or removed while the job ran; nothing was "
+                                   "changed and the job runs again next time")
 
 
 def _changer(gone: set[str], new: list[MemoryRecord], lang: str, rel: str):  # type: ignore[no-untyped-def]
@@ -94,8 +81,8 @@ def _changer(gone: set[str], new: list[MemoryRecord], lang: str, rel: str):  # t
         entries = [e for e in md.parse(text) if e.id in gone]
         missing = gone - {e.id for e in entries}
         if missing:
-            raise JobFailed(f"{len(missing)} memories left {rel} while the job ran (e.g. {sorted(missing)[0]}); "
-                            "nothing was changed and the job runs again next time")
+            raise ChangedMeanwhile(f"{len(missing)} memories left {rel} while the job ran (e.g. "
+                                   f"{sorted(missing)[0]}); nothing was changed and the job runs again next time")
         text = remove_entries(text, entries)
         if rel.startswith("memory/"):
             return text.rstrip("\n") + "\n" + "\n".join(ln for r in new for ln in rec.render_record(r, lang)) + "\n"
@@ -119,7 +106,7 @@ def remove_entries(text: str, entries: Sequence[md.Entry]) -> str:
     return "\n".join(line for i, line in enumerate(text.split("\n")) if not drop[i])
 
 
-def _write_index(store: UserStore, changes: Changes, vectors, job: str) -> None:  # type: ignore[no-untyped-def]
+def _write_index(store: Namespace, changes: Changes, vectors, job: str) -> None:  # type: ignore[no-untyped-def]
     user, now = store.user_id, utcnow()
     if changes.add:
         store.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(changes.add)])
@@ -144,7 +131,7 @@ def _write_index(store: UserStore, changes: Changes, vectors, job: str) -> None:
             store.index.add_relation(user, a.superseded_by, a.record.id, a.relation, 1.0)
 
 
-def _append_archive(store: UserStore, lines: list[str]) -> None:
+def _append_archive(store: Namespace, lines: list[str]) -> None:
     """Add lines under today's heading of the user's archive.md (a plain file for people to read)."""
     path = store.space.dir / ARCHIVE_FILE
     lang = store.space.language
@@ -157,8 +144,3 @@ def _append_archive(store: UserStore, lines: list[str]) -> None:
     except OSError as exc:  # the memories are archived in the index either way
         log.warning("could not write %s of %s: %s", ARCHIVE_FILE, store.user_id, exc)
 
-
-def _transaction(index):  # type: ignore[no-untyped-def]
-    from ..engine.storage.store import _transaction as tx
-
-    return tx(index)
