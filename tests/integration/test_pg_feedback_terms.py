@@ -1,4 +1,4 @@
-"""The keyword feedback of a PostgreSQL search (``engine/rank_keywords.py``) reads the best hits'
+"""The keyword feedback of a PostgreSQL search (``engine/read/rank_keywords.py``) reads the best hits'
 terms from the process's keyword index of the namespace (``PostgresIndex.doc_terms``), as the
 SQLite index answers it, instead of tokenising their text again: the same terms, the same answers."""
 

@@ -1,4 +1,4 @@
-"""``query_speaker_mask`` (engine/rank_speakers.py): the vector side embeds a question with the
+"""``query_speaker_mask`` (engine/read/rank_speakers.py): the vector side embeds a question with the
 speakers it names replaced by "they", so the other speaker's turns that address them by name stop
 outranking the speaker's own turns."""
 

