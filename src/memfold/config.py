@@ -37,7 +37,7 @@ class IndexSettings:
     vector_exact_max: int = 20_000  # sqlite: above this many vectors per user, a two-stage (PCA) vector search
     record_cache: int = 4096  # sqlite: rows read by searches kept in process while the file is unchanged (0: off)
     # write-ahead mode: add() returns once the memory is in its file and the index (keyword-searchable);
-    # its vector follows from a background worker within write_ahead_delay_ms (engine/vector_worker.py)
+    # its vector follows from a background worker within write_ahead_delay_ms (engine/write/vector_worker.py)
     write_ahead: bool = False
     write_ahead_delay_ms: int = 200
     # postgres: connection pool (per process) and HNSW parameters (m, ef_construction: when the index is created)
