@@ -23,8 +23,8 @@ def _locomo(tmp_path: Path) -> Path:
                           {"speaker": "Bob", "dia_id": "D2:2", "text": "I adopted a grey cat named Miso."}]}
     qa = [{"question": "Where does Alice work?", "answer": "a bakery in Lyon", "evidence": ["D1:1"], "category": 4},
           {"question": "What pet did Bob adopt?", "answer": "a cat", "evidence": ["D2:2"], "category": 1},
-          {"question": "Which instrument does Bob play?", "answer": "none", "adversarial_answer": "the cello", "evidence": ["D2:1"],
-           "category": 5},
+          {"question": "Which instrument does Bob play?", "answer": "none", "adversarial_answer": "the cello",
+           "evidence": ["D2:1"], "category": 5},
           {"question": "When did Alice start as a baker?", "answer": "May 2023", "evidence": ["D1:1"], "category": 2}]
     path = tmp_path / "tiny_locomo.json"
     path.write_text(json.dumps([{"sample_id": "conv-1", "conversation": conv, "qa": qa}]), encoding="utf-8")

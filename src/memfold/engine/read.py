@@ -259,8 +259,9 @@ class Retriever:
                collapse_copies: bool = True, include_archived: bool = False, expand: bool = True,
                pool: list[SearchHit] | None = None) -> list[SearchHit]:
         """``ranked_search``, its first hits re-ordered by the quality stage when one is configured."""
-        args = dict(memory_type=memory_type, include_episodic=include_episodic, now=now,
-                    collapse_copies=collapse_copies, include_archived=include_archived, expand=expand)
+        args: dict[str, Any] = dict(memory_type=memory_type, include_episodic=include_episodic, now=now,
+                                    collapse_copies=collapse_copies, include_archived=include_archived,
+                                    expand=expand)
         if self.stage is None or pool is not None or not expand or not collapse_copies:
             return self.ranked_search(query, user_id, limit=limit, record_access=record_access, pool=pool, **args)
         hits = self.stage.search(lambda q, n: self.ranked_search(q, user_id, limit=n, record_access=False, **args),

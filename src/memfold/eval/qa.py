@@ -268,10 +268,10 @@ def summarise_qa(rows: Sequence[dict[str, Any]], order: Sequence[str] = ()) -> d
 
 
 def _row(item: QAItem, got: Answer, ok: bool | None) -> dict[str, Any]:
-    row = {"id": item.id, "category": item.category, "question": item.question, "gold": item.answer,
-           "answer": got.text, "verdict": None if ok is None else ("CORRECT" if ok else "WRONG"),
-           "correct": bool(ok), "context_tokens": got.context_tokens, "seconds": round(got.seconds, 3),
-           "error": got.error}
+    row: dict[str, Any] = {
+        "id": item.id, "category": item.category, "question": item.question, "gold": item.answer, "answer": got.text,
+        "verdict": None if ok is None else ("CORRECT" if ok else "WRONG"), "correct": bool(ok),
+        "context_tokens": got.context_tokens, "seconds": round(got.seconds, 3), "error": got.error}
     if got.tool_calls:
         row["tool_calls"] = got.tool_calls
     return row
