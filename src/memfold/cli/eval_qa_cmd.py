@@ -60,19 +60,13 @@ TIMEOUT_HELP = "Seconds one LLM call may take."
 
 def run_qa_cli(kind: str, path: Path, opts: QAOptions, *, root: Optional[str], limit: Optional[int], infer: bool,
                vector_cache: Optional[Path], as_json: bool) -> None:
-    from ..config import LLMSettings
-    from ..eval.qa import run_qa
-    from ..providers.openai_chat import OpenAIChatModel
+    from ..eval.qa import endpoint_chat, run_qa
     from .common import err, out, print_json
     from .eval_cmd import BarProgress
 
-    def chat(url: str, model: str) -> OpenAIChatModel:
-        return OpenAIChatModel(LLMSettings(provider="openai", base_url=url, model=model, api_key_env=opts.api_key_env,
-                                           timeout=opts.timeout, max_retries=2))
-
     assert opts.llm and opts.model
-    answerer = chat(opts.llm, opts.model)
-    grader = chat(opts.judge or opts.llm, opts.judge_model or opts.model)
+    answerer = endpoint_chat(opts.llm, opts.model, opts.api_key_env, opts.timeout)
+    grader = endpoint_chat(opts.judge or opts.llm, opts.judge_model or opts.model, opts.api_key_env, opts.timeout)
     try:
         with BarProgress(err) as bar:
             report = run_qa(kind, path, answerer, grader, limit=limit, agentic=opts.agentic, max_steps=opts.max_steps,
@@ -101,10 +95,10 @@ def render_qa(report: dict[str, Any], console: Console) -> None:
     for cat, b in report["by_category"].items():
         t.add_row(f"{cat} {names.get(cat, '')}".strip(), str(b["n_questions"]),
                   *(f"{r['by_category'].get(cat, {}).get('accuracy', 0.0):.3f}" for _, r in rankings))
-    for label, key in (("context tokens (mean)", "context_tokens"), ("seconds per answer (p50)", "answer_seconds")):
-        stat = "mean" if key == "context_tokens" else "p50"
-        t.add_row(label, "", *(f"{r[key][stat]:,.1f}" if key == "context_tokens" else f"{r[key][stat]:.2f}"
-                               for _, r in rankings))
+    t.add_row("context tokens (mean)", "", *(f"{r['context_tokens']['mean']:,.1f}" for _, r in rankings))
+    t.add_row("seconds per answer (p50)", "", *(f"{r['answer_seconds']['p50']:.2f}" for _, r in rankings))
+    t.add_row("  of which memfold's context (p50)", "", f"{report['context_seconds']['p50']:.3f}",
+              *("-" for _ in rankings[1:]))
     t.add_row("answer errors / judge unclear", "", *(f"{r['answer_errors']} / {r['judge_unclear']}" for _, r in rankings))
     console.print(t)
     usage = report["llm_usage"]

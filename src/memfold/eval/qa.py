@@ -116,6 +116,15 @@ class ReadTools(MemoryTools):
         return super().call(name, arguments)
 
 
+def endpoint_chat(url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0) -> Any:
+    """A chat model at an OpenAI-compatible endpoint (``close()`` it when done)."""
+    from ..config import LLMSettings
+    from ..providers.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel(LLMSettings(provider="openai", base_url=url, model=model, api_key_env=api_key_env,
+                                       timeout=timeout, max_retries=2))
+
+
 # ---- the questions ----------------------------------------------------------------------
 Plan = list[tuple[str, list[list[dict[str, Any]]]]]  # namespace -> its sessions, in order
 
@@ -188,6 +197,7 @@ class Answer:
     seconds: float
     tool_calls: list[str] = field(default_factory=list)
     error: str = ""
+    context_seconds: float = 0.0  # building memfold's context (the rest of ``seconds`` is the model's)
 
 
 def answer_from_memory(mem: Memory, item: QAItem, chat: Counting, *, agentic: bool = False,
@@ -198,16 +208,18 @@ def answer_from_memory(mem: Memory, item: QAItem, chat: Counting, *, agentic: bo
     messages: list[dict[str, Any]] = list(mem.build_context(item.question, item.namespace,
                                                             tools=tools.summaries() if tools else None))
     context = _tokens(messages[:-1])
+    built = time.perf_counter() - start
     messages[-1] = {"role": "user", "content": _asked(item) + (f" {AGENTIC_INSTRUCTIONS}" if agentic else "")}
     try:
         if tools is None:
             text = chat.complete(messages, temperature=0.0).text
-            return Answer(text, context, time.perf_counter() - start)
+            return Answer(text, context, time.perf_counter() - start, context_seconds=built)
         turn = MemoryAgent(chat, tools, max_rounds=max_steps, temperature=0.0).run(messages)
         read = _tokens([m for m in turn.messages if m.get("role") == "tool"])
-        return Answer(turn.text, context + read, time.perf_counter() - start, [c.name for c in turn.calls])
+        return Answer(turn.text, context + read, time.perf_counter() - start, [c.name for c in turn.calls],
+                      context_seconds=built)
     except ProviderError as exc:
-        return Answer("", context, time.perf_counter() - start, error=str(exc))
+        return Answer("", context, time.perf_counter() - start, error=str(exc), context_seconds=built)
 
 
 def answer_full_context(item: QAItem, whole: str, chat: Counting) -> Answer:
@@ -263,6 +275,7 @@ def summarise_qa(rows: Sequence[dict[str, Any]], order: Sequence[str] = ()) -> d
                                 "accuracy": acc([r for r in rows if r["category"] == c])} for c in cats},
             "context_tokens": _dist([r["context_tokens"] for r in rows], 1),
             "answer_seconds": _dist([r["seconds"] for r in rows]),
+            "context_seconds": _dist([r["context_seconds"] for r in rows], 3),
             "answer_errors": sum(bool(r["error"]) for r in rows),
             "judge_unclear": sum(r["verdict"] is None for r in rows)}
 
@@ -271,7 +284,8 @@ def _row(item: QAItem, got: Answer, ok: bool | None) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": item.id, "category": item.category, "question": item.question, "gold": item.answer, "answer": got.text,
         "verdict": None if ok is None else ("CORRECT" if ok else "WRONG"), "correct": bool(ok),
-        "context_tokens": got.context_tokens, "seconds": round(got.seconds, 3), "error": got.error}
+        "context_tokens": got.context_tokens, "seconds": round(got.seconds, 3),
+        "context_seconds": round(got.context_seconds, 4), "error": got.error}
     if got.tool_calls:
         row["tool_calls"] = got.tool_calls
     return row
@@ -308,6 +322,7 @@ def run_qa(kind: str, path: str | Path, answer_chat: ChatModel, judge_chat: Chat
                 progress.advance(len(s))
         ingest_seconds = clock.seconds()
         histories = {ns: history(ss) for ns, ss in plan} if baselines else {}
+        count_many(["load the token counter"])  # once per process (seconds), not in the first question's time
         progress.start("answering questions", len(items) * (1 + len(baselines)))
         for item in items:
             got = answer_from_memory(mem, item, answerer, agentic=agentic, max_steps=max_steps)
