@@ -61,6 +61,13 @@ def test_endpoint_reorders_the_top_candidates(root: Path, embedder: Any, reranke
         assert sent["query"] == QUERY and sent["model"] == "bge-reranker" and sent["top_n"] == n
         assert [d.split(") ", 1)[1] for d in sent["documents"]] == _texts(incoming)
         assert _count("memfold_rerank_calls_total", step="rerank", backend="endpoint", outcome="ok") == ok + 1
+        # a search asking for more than the candidates: only the first ones are re-ordered, the rest follow
+        m.retriever.stage.candidates = 2
+        now = m.retriever.ranked_search(QUERY, "u", limit=5, record_access=False)  # accesses count in the ranking
+        reranker.script(RerankReply(body={"results": [{"index": 1, "relevance_score": 1.0}]}))
+        assert _texts(m.search(QUERY, "u", limit=5)) == _texts([now[1], now[0], *now[2:]])
+        assert len(reranker.requests[-1]["body"]["documents"]) == 2
+        m.retriever.stage.candidates = 5
         # the default scripted answer scores by shared words: the cello memory comes first
         assert m.search(QUERY, "u", limit=1)[0].record.content == "Alice plays the cello on Sundays."
 

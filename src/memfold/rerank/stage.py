@@ -99,15 +99,16 @@ class QualityStage:
     def rerank(self, query: str, hits: list[SearchHit]) -> list[SearchHit]:
         if self.reranker is None or len(hits) < 2:
             return hits
+        head = hits[: self.candidates]  # a search asking for more than ``candidates`` keeps the rest after them
         start = time.perf_counter()
         try:
-            order, usage = self.reranker.order(query, [document(h) for h in hits])
+            order, usage = self.reranker.order(query, [document(h) for h in head])
         except BadAnswer as exc:
             log.info("re-ranking not used (%s); the search keeps its order", exc)
             record_stage("rerank", self.reranker.backend, time.perf_counter() - start, exc.reason)
             return hits
         record_stage("rerank", self.reranker.backend, time.perf_counter() - start, usage=usage)
-        return in_order(hits, order)
+        return in_order(hits, order + list(range(len(head), len(hits))))
 
 
 def _chat(url: str, model: str, api_key_env: str, timeout: float, what: str) -> LLMReranker:
