@@ -41,6 +41,7 @@ from ..models import EPISODIC, FILE_MEMORY, AddResult, HistoryEntry, MemoryRecor
 from ..policy import Policy
 from ..providers.chat import ChatModel
 from ..providers.embedder import Embedder, make_embedder
+from ..rerank import make_stage
 from ..text.memory_markdown import clean_content
 from ..workspace.editsafe import split_marker
 from ..workspace.userspace import UserSpace, Workspace, check_user_id
@@ -76,6 +77,7 @@ class Memory:
                  policy: dict[str, Any] | None = None, language: str | None = None, background: bool = True):
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
+        stage = make_stage(self.settings)  # the opt-in [rerank] stage of searches (None: off)
         self.embedder = embedder or make_embedder(self.settings.embedder)
         self.index = cached(index or open_index(self.settings, self.embedder.dim, self.embedder.name),
                             self.settings.cache)  # the hot cache in front of the index ([cache])
@@ -85,7 +87,7 @@ class Memory:
         self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy, PolicyFiles]] = {}
         self._stores: dict[str, UserStore] = {}
         self._lock = threading.RLock()
-        self.retriever = Retriever(self._store, self.policy)
+        self.retriever = Retriever(self._store, self.policy, stage)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         ix = self.settings.index
         self.vector_worker = start_for(self.index, self.embedder, ix.write_ahead, ix.write_ahead_delay_ms)
@@ -188,6 +190,8 @@ class Memory:
             chat_close()
         if self.vector_worker is not None:  # write-ahead mode: the rows still waiting get their vectors
             self.vector_worker.close()
+        if self.retriever.stage is not None:
+            self.retriever.stage.close()
         self.index.close()
 
     def __enter__(self) -> "Memory":

@@ -249,15 +249,32 @@ def archived_candidates(store: UserStore, user_id: str, qterms: list[str], qvec:
 
 
 class Retriever:
-    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy]):
+    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], stage: Any = None):
         self._store = store
         self._policy = policy
+        self.stage = stage  # the opt-in quality stage ([rerank]: rerank/stage.py); None: hits as ranked
 
-    @scoped  # one scope of the index per search (fewer round trips on PostgreSQL: index/pg_scope.py)
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
                record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
                collapse_copies: bool = True, include_archived: bool = False, expand: bool = True,
                pool: list[SearchHit] | None = None) -> list[SearchHit]:
+        """``ranked_search``, its first hits re-ordered by the quality stage when one is configured."""
+        args: dict[str, Any] = dict(memory_type=memory_type, include_episodic=include_episodic, now=now,
+                                    collapse_copies=collapse_copies, include_archived=include_archived,
+                                    expand=expand)
+        if self.stage is None or pool is not None or not expand or not collapse_copies:
+            return self.ranked_search(query, user_id, limit=limit, record_access=record_access, pool=pool, **args)
+        hits = self.stage.search(lambda q, n: self.ranked_search(q, user_id, limit=n, record_access=False, **args),
+                                 query, limit or self._policy(user_id).retrieve_limit, now or utcnow())
+        if record_access and hits:
+            self._record_access(self._store(user_id), user_id, hits, now or utcnow())
+        return hits
+
+    @scoped  # one scope of the index per search (fewer round trips on PostgreSQL: index/pg_scope.py)
+    def ranked_search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
+                      record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
+                      collapse_copies: bool = True, include_archived: bool = False, expand: bool = True,
+                      pool: list[SearchHit] | None = None) -> list[SearchHit]:
         """Ranked hits; with ``collapse_copies`` a turn and the memory extracted from it count once;
         with ``include_archived`` archived memories (merged, compressed, tidied away) are candidates too;
         without ``expand`` no pseudo-relevance feedback widens the keyword side (``forget`` asks so: what
@@ -381,11 +398,15 @@ class Retriever:
             if callable(keep):
                 keep(slot, prep)
         if record_access and hits:
-            try:
-                store.index.record_access(user_id, [h.record.id for h in hits], now)
-            except IndexError_ as exc:  # a full disk, a read-only file: the answer stands, its statistics wait
-                log.warning("search of %s: access statistics not written: %s", user_id, exc)
+            self._record_access(store, user_id, hits, now)
         return hits
+
+    @staticmethod
+    def _record_access(store: UserStore, user_id: str, hits: list[SearchHit], now: datetime) -> None:
+        try:
+            store.index.record_access(user_id, [h.record.id for h in hits], now)
+        except IndexError_ as exc:  # a full disk, a read-only file: the answer stands, its statistics wait
+            log.warning("search of %s: access statistics not written: %s", user_id, exc)
 
     @staticmethod
     def _above_floor(hits: list[SearchHit], k: int, cosines: dict[str, float], cos_floor: float,
