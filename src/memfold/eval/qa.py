@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.memory import Memory
+from ..facade.memory import Memory
 from ..errors import InvalidInputError, ProviderError
 from ..providers.chat import ChatModel, ChatResult, ToolReply
 from ..text.tokens import count_many
@@ -142,7 +142,7 @@ def history(sessions: Sequence[Sequence[dict[str, Any]]]) -> str:
 def locomo_items(path: str | Path, limit: int | None) -> tuple[list[QAItem], Plan]:
     """The first ``limit`` scored questions of a LoCoMo file (categories 1–4, with a gold answer) and
     the conversations they need."""
-    from ..engine.conversations import locomo_sessions
+    from ..engine.write.conversations import locomo_sessions
 
     items: list[QAItem] = []
     plan: Plan = []

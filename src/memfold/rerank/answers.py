@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..engine.llm_calls import parse_json_answer
+from ..engine.llm.llm_calls import parse_json_answer
 
 MAX_SUBQUERIES = 4  # sub-queries one question may be split into
 MAX_SUBQUERY_CHARS = 300
