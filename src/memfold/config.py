@@ -216,6 +216,8 @@ def _file_source(settings_cls: type[BaseSettings]) -> tuple[PydanticBaseSettings
             raise ConfigError(f"{json_path} is not valid JSON: {exc}") from exc
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{json_path} is not UTF-8 text: {exc}") from exc
+        except (ValueError, TypeError, AttributeError):  # a list or a scalar: the source cannot merge it
+            raise ConfigError(f"{json_path} must hold a JSON object") from None
         if not isinstance(source.json_data, dict):
             raise ConfigError(f"{json_path} must hold a JSON object")
         return source, str(json_path)
