@@ -52,7 +52,7 @@ class IndexSettings:
     vector_exact_max: int = 20_000  # sqlite: above this many vectors per user, a two-stage (PCA) vector search
     record_cache: int = 4096  # sqlite: rows read by searches kept in process while the file is unchanged (0: off)
     # write-ahead mode: add() returns once the memory is in its file and the index (keyword-searchable);
-    # its vector follows from a background worker within write_ahead_delay_ms (engine/vector_worker.py)
+    # its vector follows from a background worker within write_ahead_delay_ms (engine/write/vector_worker.py)
     write_ahead: bool = False
     write_ahead_delay_ms: int = 200
     # postgres: connection pool (per process) and HNSW parameters (m, ef_construction: when the index is created)
@@ -123,6 +123,19 @@ class MaintenanceSettings:
 
 
 @dataclass(frozen=True)
+class RerankSettings:
+    """The opt-in quality stage of the read path (``memfold/rerank/``): off unless a backend is named."""
+
+    backend: str = "off"  # off | llm (an OpenAI-compatible chat endpoint) | endpoint (a /rerank endpoint)
+    url: str = ""  # llm: the base URL (…/v1); endpoint: the /rerank URL (…/rerank is added when missing)
+    model: str = ""
+    api_key_env: str = ""  # name of the environment variable holding the key ("" = no key sent)
+    candidates: int = 20  # the top N hits of a search that are re-ordered (2-100)
+    timeout_seconds: float = 10.0  # one call; past it the search keeps the incoming order
+    rewrite: bool = False  # split multi-part and time questions into sub-queries (an LLM call)
+
+
+@dataclass(frozen=True)
 class Settings:
     root: Path
     language: str = "en"  # en | zh: the MEMORY.md template of new workspaces
@@ -132,6 +145,7 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -145,7 +159,7 @@ class Settings:
 
 
 SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings,
-            "cache": CacheSettings, "maintenance": MaintenanceSettings}
+            "cache": CacheSettings, "maintenance": MaintenanceSettings, "rerank": RerankSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -224,7 +238,7 @@ def _file_source(settings_cls: type[BaseSettings]) -> tuple[PydanticBaseSettings
     return InitSettingsSource(settings_cls, {}), "defaults"
 
 
-for _cls in (EmbedderSettings, IndexSettings, LLMSettings, ServerSettings, CacheSettings, MaintenanceSettings):
+for _cls in SECTIONS.values():
     # validated by pydantic: an unknown key is refused, a number where a text goes is that text
     setattr(_cls, "__pydantic_config__", ConfigDict(extra="forbid", coerce_numbers_to_str=True))
 
@@ -243,6 +257,7 @@ class _Sources(BaseSettings):
     server: ServerSettings = ServerSettings()
     cache: CacheSettings = CacheSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
+    rerank: RerankSettings = RerankSettings()
     memory: dict[str, Any] = {}
 
     @classmethod
@@ -339,6 +354,7 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
         server=sources.server,
         cache=sources.cache,
         maintenance=_maintenance(sources.maintenance, origins["maintenance"]),
+        rerank=sources.rerank,
         memory=sources.memory,
         memory_sources=origins["memory"],
     )

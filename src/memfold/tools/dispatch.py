@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..engine import guard
-from ..engine.memory import Memory
+from ..engine.storage import guard
 from ..errors import CODES, InvalidInputError, LimitExceededError, MemfoldError, MemoryOffError, UnknownToolError
+from ..facade.memory import Memory
 from ..limits import MAX_ARGUMENT_CHARS, TOOL_ARGUMENTS, problem_code
 from .handlers import ToolContext
 from .models import ErrorInfo, ErrorResult
