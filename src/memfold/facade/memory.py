@@ -167,7 +167,7 @@ class Memory:
             owners = self.index.owners(memory_id)
         if not owners:
             raise NotFoundError(f"no memory {memory_id!r}: no user_id was given, and neither user 'default' nor any "
-                                "other namespace holds it")
+                                "other namespace holds it", field="memory_id")
         if DEFAULT_USER in owners:
             return DEFAULT_USER
         if len(owners) == 1:
@@ -204,7 +204,7 @@ class Memory:
     def init(self, user_id: str = "default", language: str | None = None) -> Path:
         """Create the namespace's MEMORY.md and learnings.md from the templates (idempotent)."""
         if language not in (None, "en", "zh"):
-            raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
+            raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}", field="language")
         st = self._store(guard.user(user_id))
         st.space.init(language)
         st.space.language = user_language(st.space.dir, language or st.space.language)  # an existing file's wins
@@ -264,7 +264,7 @@ class Memory:
         content = clean_content(guard.memory_text(text, "text"))
         check_length("the note", content, MAX_CONTENT_CHARS, field="text")
         if when is not None and not isinstance(when, datetime):
-            raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
+            raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}", field="when")
         content = screen_text(content).text  # secrets redacted; mostly a secret: refused
         now = when or utcnow()
         r = MemoryRecord(id=rec.new_id(), user_id=user_id, memory_type=MemoryType.NOTE, content=content,
@@ -298,7 +298,7 @@ class Memory:
         """Delete a memory (active or archived) with every other copy of its words. Without
         ``user_id`` the memory is looked for in ``default``, then in whichever namespace holds it."""
         if action not in ("delete", "forget"):
-            raise InvalidInputError(f"action must be 'delete' or 'forget', got {action!r}")
+            raise InvalidInputError(f"action must be 'delete' or 'forget', got {action!r}", field="action")
         memory_id = guard.ident(memory_id, "memory_id")
         user_id = self._owner(memory_id, user_id, "delete")
         return self.editor.delete(memory_id, user_id, action=action)
@@ -330,7 +330,7 @@ class Memory:
         query_or_id = clean_content(guard.text(query_or_id, "query_or_id"))
         dry_run = guard.flag(dry_run, "dry_run")
         if not query_or_id:
-            raise InvalidInputError("forget needs a memory id or some words")
+            raise InvalidInputError("forget needs a memory id or some words", field="query")
         return self.editor.forget(query_or_id, user_id, dry_run=dry_run)
 
     # ---- read ----------------------------------------------------------------------------
@@ -350,7 +350,7 @@ class Memory:
         where = filters_mod.parse(filters)
         query = guard.text(query, "query")
         if not query.strip():
-            raise InvalidInputError("search needs a non-empty query; use retrieve(None) for the whole memory")
+            raise InvalidInputError("search needs a non-empty query; use retrieve(None) for the whole memory", field="query")
         check_length("the query", query, MAX_QUERY_CHARS, "search with the words that matter", "query")
         limit = guard.results_limit(limit)
         mtype = guard.memory_type(memory_type)
@@ -408,7 +408,7 @@ class Memory:
         st.sync(wait=False)
         found = self.index.get(user_id, [memory_id])
         if not found or (not include_archived and not found[0].is_active):
-            raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+            raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}", field="memory_id")
         return found[0]
 
     def get_all(self, user_id: str = "default", *, memory_type: str | None = None, include_archived: bool = False,
@@ -492,7 +492,7 @@ class Memory:
         """Count one more success of a skill: its success count goes up and its last success is
         ``when`` (default: today). Returns the skill as it is now."""
         if when is not None and not isinstance(when, datetime):
-            raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}")
+            raise InvalidInputError(f"when must be a datetime, got {type(when).__name__}", field="when")
         return skills_mod.skill_succeeded(self, guard.ident(memory_id, "memory_id"), user_id, when)
 
     def skills(self, user_id: str = "default") -> list[dict[str, Any]]:

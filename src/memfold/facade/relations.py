@@ -33,7 +33,7 @@ def relate(memory: "Memory", user_id: str, source_id: str, target_id: str, relat
            strength: float) -> dict[str, Any]:
     kind = check_kind(relation)
     if isinstance(strength, bool) or not isinstance(strength, (int, float)) or not 0.0 <= float(strength) <= 1.0:
-        raise InvalidInputError(f"strength must be a number from 0 to 1, got {strength!r}")
+        raise InvalidInputError(f"strength must be a number from 0 to 1, got {strength!r}", field="strength")
     if source_id == target_id:
         raise InvalidInputError("a memory cannot be related to itself; give two different ids")
     for mid in (source_id, target_id):

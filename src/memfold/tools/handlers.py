@@ -102,7 +102,8 @@ def memory_relate(m: Memory, a: MemoryRelateInput, ctx: ToolContext) -> RelateRe
         raise InvalidInputError(f"{a.action} needs other_id: the memory the relation is about")
     if a.action == "add":
         if a.relation is None:
-            raise InvalidInputError("add needs relation: supports, contradicts, refines, duplicates or summarizes")
+            raise InvalidInputError("add needs relation: supports, contradicts, refines, duplicates or summarizes",
+                                    field="relation")
         m.relate(a.memory_id, a.other_id or "", a.relation, ctx.user_id, strength=a.strength)
         out.added = True
     elif a.action == "remove":

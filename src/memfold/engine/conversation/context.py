@@ -181,7 +181,7 @@ class ContextBuilder:
         memory" instruction measures it (or, when None, the injected memory) against
         ``memory_char_limit``. ``tidy_hint=False``: that instruction is left out (a session shows it once)."""
         if not isinstance(user_message, str):
-            raise InvalidInputError("build_context needs the user message as a string")
+            raise InvalidInputError("build_context needs the user message as a string", field="user_message")
         pol, lab, enc = self.policy, LABELS[self.language], self.policy.token_encoding
         budget = pol.context_window - reserve_tokens(pol.context_window)
         parts = [base_prompt.strip() if base_prompt is not None else lab["base" if memory_enabled else "base_off"]]

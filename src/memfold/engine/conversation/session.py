@@ -189,7 +189,7 @@ class Session:
         ``extracted=True``: what it holds is stored already (a memory tool call): never extracted."""
         role = guard.text(role, "role").strip().lower()
         if role not in ROLES:
-            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}", field="role")
         content = guard.text(content, "content")
         check_length("the message", content, MAX_MESSAGE_CHARS, "send long documents in parts", "content")
         content = redact(content)  # kept in the session state and sent to the summary LLM: never a secret
@@ -413,7 +413,7 @@ def session_policy(base: Policy, preset: str | None, overrides: dict[str, Any] |
 def check_language(language: str) -> str:
     """A session's language (by default the one the user's MEMORY.md was initialised with)."""
     if language not in ("en", "zh"):
-        raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
+        raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}", field="language")
     return language
 
 

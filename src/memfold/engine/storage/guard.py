@@ -42,7 +42,8 @@ _DAILY = re.compile(r"^memory/\d{6}/\d{8}\.md$")
 
 def _field(name: str) -> str:
     """The field an argument's name in a message belongs to ("source_ids[3]" -> "source_ids")."""
-    return re.split(r"[\[ :]", name.strip(), maxsplit=1)[0] or name
+    name = name.strip().removeprefix("a key of ")
+    return re.split(r"[\[ :]", name, maxsplit=1)[0] or name
 
 
 def _shown(value: Any) -> str:
@@ -54,13 +55,13 @@ def _no_surrogate(value: str, name: str) -> None:
     m = _SURROGATE.search(value)
     if m:
         raise InvalidInputError(f"{name} contains a lone surrogate (U+{ord(m.group()):04X}) at position {m.start()}, "
-                                "which is not valid Unicode text")
+                                "which is not valid Unicode text", field=_field(name))
 
 
 def text(value: Any, name: str) -> str:
     """A string with NUL and control characters (other than tab and newline) removed."""
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__} {_shown(value)}")
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__} {_shown(value)}", field=_field(name))
     _no_surrogate(value, name)
     return _CONTROL.sub("", value)
 
@@ -70,7 +71,8 @@ def memory_text(value: Any, name: str) -> str:
     spaces and blank lines only), so that a call that stored nothing never looks like success."""
     value = text(value, name)
     if not clean_content(value):
-        raise InvalidInputError(f"{name} is empty{' (only whitespace)' if value else ''}: there is nothing to remember")
+        raise InvalidInputError(f"{name} is empty{' (only whitespace)' if value else ''}: there is nothing to remember",
+                                field=_field(name))
     return value
 
 
@@ -82,14 +84,14 @@ def ident(value: Any, name: str) -> str:
     """An id given by the caller (memory, agent, session): a non-empty string of at most 256
     characters without control characters or surrounding whitespace."""
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__} {_shown(value)}")
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__} {_shown(value)}", field=_field(name))
     _no_surrogate(value, name)
     if not value.strip():
-        raise InvalidInputError(f"{name} must not be empty")
+        raise InvalidInputError(f"{name} must not be empty", field=_field(name))
     if _ANY_CONTROL.search(value):
-        raise InvalidInputError(f"{name} must not contain control characters, got {_shown(value)}")
+        raise InvalidInputError(f"{name} must not contain control characters, got {_shown(value)}", field=_field(name))
     if value != value.strip():
-        raise InvalidInputError(f"{name} must not start or end with whitespace, got {_shown(value)}")
+        raise InvalidInputError(f"{name} must not start or end with whitespace, got {_shown(value)}", field=_field(name))
     over(ID, len(value), name, _field(name))
     return value
 
@@ -116,14 +118,14 @@ def user_arg(value: Any, call: str, text_name: str | None = None) -> str:
                  else "; pass the namespace as user_id=...")
         raise ArgumentError(f"{call}(): {_shown(value)} was given as user_id (the argument after the "
                             f"{'memory id' if call in ('update', 'delete', 'get', 'history') else 'first one'}), "
-                            f"and a user id has no spaces{where}") from None
+                            f"and a user id has no spaces{where}", field="user_id") from None
 
 
 def number(value: Any, name: str, low: float = 0.0, high: float = 1.0) -> float:
     """A real number in [low, high] (a bool, a string or NaN is refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not low <= value <= high:
-        raise InvalidInputError(f"{name} must be a number between {low:g} and {high:g}, got {_shown(value)}")
+        raise InvalidInputError(f"{name} must be a number between {low:g} and {high:g}, got {_shown(value)}", field=_field(name))
     return float(value)
 
 
@@ -134,7 +136,7 @@ def optional_number(value: Any, name: str, low: float = 0.0, high: float = 1.0) 
 def count(value: Any, name: str, minimum: int = 1) -> int:
     """A whole number at least ``minimum`` (a bool, a float or a string is refused)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidInputError(f"{name} must be a whole number of at least {minimum}, got {_shown(value)}")
+        raise InvalidInputError(f"{name} must be a whole number of at least {minimum}, got {_shown(value)}", field=_field(name))
     return value
 
 
@@ -153,7 +155,7 @@ def results_limit(value: Any, name: str = "limit", bound: Bound = RESULTS) -> in
 
 def flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be True or False, got {_shown(value)}")
+        raise InvalidInputError(f"{name} must be True or False, got {_shown(value)}", field=_field(name))
     return value
 
 
@@ -161,12 +163,13 @@ def memory_type(value: Any, name: str = "memory_type") -> MemoryType | None:
     if value is None or isinstance(value, MemoryType):
         return value
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__} {_shown(value)}")
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__} {_shown(value)}", field=_field(name))
     try:
         return MemoryType(value.strip().lower())
     except ValueError:
         allowed = ", ".join(t.value for t in MemoryType)
-        raise InvalidInputError(f"{name}: unknown memory type {_shown(value)}; use one of: {allowed}") from None
+        raise InvalidInputError(f"{name}: unknown memory type {_shown(value)}; use one of: {allowed}",
+                                field=_field(name)) from None
 
 
 def _clean_json(value: Any, name: str, depth: int = 0) -> Any:
@@ -178,7 +181,7 @@ def _clean_json(value: Any, name: str, depth: int = 0) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInputError(f"{name} holds {value!r}, which JSON cannot represent")
+            raise InvalidInputError(f"{name} holds {value!r}, which JSON cannot represent", field=_field(name))
         return value
     if isinstance(value, str):
         return text(value, name)
@@ -188,11 +191,11 @@ def _clean_json(value: Any, name: str, depth: int = 0) -> Any:
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise InvalidInputError(f"{name} has a key {_shown(k)} that is not a string")
+                raise InvalidInputError(f"{name} has a key {_shown(k)} that is not a string", field=_field(name))
             out[text(k, f"a key of {name}")] = _clean_json(v, f"{name}[{k!r}]", depth + 1)
         return out
     raise InvalidInputError(f"{name} must hold only JSON values (objects, lists, strings, numbers, true/false, "
-                            f"null), got {type(value).__name__} {_shown(value)}")
+                            f"null), got {type(value).__name__} {_shown(value)}", field=_field(name))
 
 
 def structured_data(value: Any, name: str = "structured_data") -> dict[str, Any] | None:
@@ -200,7 +203,8 @@ def structured_data(value: Any, name: str = "structured_data") -> dict[str, Any]
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise InvalidInputError(f"{name} must be a JSON object (dict), got {type(value).__name__} {_shown(value)}")
+        raise InvalidInputError(f"{name} must be a JSON object (dict), got {type(value).__name__} {_shown(value)}",
+                                field=_field(name))
     clean = _clean_json(value, name)
     over(STRUCTURED_BYTES, json_bytes(clean), name, _field(name), "keep large documents outside memory and store a "
                                                                   "reference")
@@ -210,7 +214,8 @@ def structured_data(value: Any, name: str = "structured_data") -> dict[str, Any]
 def id_list(value: Any, name: str) -> tuple[str, ...]:
     """A list of ids (source turn ids): strings, checked like ``ident``; a single string is refused."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise InvalidInputError(f"{name} must be a list of strings, got {type(value).__name__} {_shown(value)}")
+        raise InvalidInputError(f"{name} must be a list of strings, got {type(value).__name__} {_shown(value)}",
+                                field=_field(name))
     over(SOURCE_IDS, len(value), name, _field(name))
     return tuple(ident(v, f"{name}[{i}]") for i, v in enumerate(value))
 
@@ -225,9 +230,10 @@ def timestamp(value: Any, name: str) -> datetime | None:
         try:
             t = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise InvalidInputError(f"{name} must be an ISO 8601 time, got {_shown(value)}") from None
+            raise InvalidInputError(f"{name} must be an ISO 8601 time, got {_shown(value)}", field=_field(name)) from None
     else:
-        raise InvalidInputError(f"{name} must be an ISO 8601 time, got {type(value).__name__} {_shown(value)}")
+        raise InvalidInputError(f"{name} must be an ISO 8601 time, got {type(value).__name__} {_shown(value)}",
+                                field=_field(name))
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
@@ -279,7 +285,7 @@ def message_list(value: Any, name: str = "data") -> Sequence[Any]:
     ``MAX_MESSAGE_CHARS`` (the write path checks each one's shape, and skips a malformed one)."""
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence):
         raise InvalidInputError(f"{name} must be a text or a list of messages, got {type(value).__name__} "
-                                f"{_shown(value)}")
+                                f"{_shown(value)}", field=_field(name))
     over(MESSAGES, len(value), "messages in one call", "messages",
          "send a longer conversation in several calls (`memfold ingest` does)")
     for i, m in enumerate(value):
@@ -308,7 +314,8 @@ def check_fields(what: str = "", **fields: Any) -> None:
         got = find_secret_in_data(value, name)
         if got:
             where = f"{what}: {got[0]}" if what else got[0]
-            raise SecretRefusedError(f"refused: {where} contains {a_kind(got[1])}; secrets are never stored")
+            raise SecretRefusedError(f"refused: {where} contains {a_kind(got[1])}; secrets are never stored",
+                                     field=name)
 
 
 def redacted_note(label: str, s: Screened) -> str:

@@ -61,7 +61,7 @@ class Editor:
         st = self._store(user_id)
         found = st.index.get(user_id, [memory_id])
         if not found:
-            raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}")
+            raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}", field="memory_id")
         return found[0]
 
     def update(self, memory_id: str, user_id: str, *, content: str | None, importance: float | None,

@@ -54,7 +54,7 @@ def checked_path(space: UserSpace, path: object) -> str:
     """``path`` as a memory file of the user's own folder, or ``PathRefusedError`` saying why not
     (absolute, ``..``, a symlink leading out of the folder, not a memory file)."""
     if not isinstance(path, str) or not path.strip():
-        raise PathRefusedError(f"path must be a non-empty string, got {path!r}")
+        raise PathRefusedError(f"path must be a non-empty string, got {path!r}", field="path")
     rel = path.strip()
     if any(ord(c) < 32 for c in rel):
         raise PathRefusedError(f"path {path!r} is refused: it has a control character (a memory file's path has none)")
@@ -80,13 +80,14 @@ def edit_text(store: UserStore, path: str, old_text: str, new_text: str, author:
     if not isinstance(old_text, str) or not isinstance(new_text, str):
         raise InvalidInputError("old_text and new_text must be strings")
     if not old_text:
-        raise InvalidInputError("old_text must not be empty: copy the exact text to replace from the file")
+        raise InvalidInputError("old_text must not be empty: copy the exact text to replace from the file", field="old_text")
     check_length("old_text", old_text, MAX_CONTENT_CHARS, "replace a shorter piece", "old_text")
     check_length("new_text", new_text, MAX_CONTENT_CHARS, "write a shorter text", "new_text")
     if old_text == new_text:
         raise InvalidInputError("old_text and new_text are the same; nothing to change")
     if _FORGED.search(new_text):
-        raise InvalidInputError("new_text must not contain memfold's id comments (<!-- mf:... -->) or revision marker")
+        raise InvalidInputError("new_text must not contain memfold's id comments (<!-- mf:... -->) or revision marker",
+                                field="new_text")
     screened = screen_text(new_text, "new_text") if new_text.strip() else None
     new = screened.text if screened is not None else new_text
 

@@ -129,7 +129,7 @@ class WritePath:
         (turns and what is extracted from them alike); without ``dedupe`` every memory is stored as
         it is, even next to a near-duplicate."""
         if importance is not None and not (0.0 <= float(importance) <= 1.0):
-            raise InvalidInputError(f"importance must be between 0 and 1, got {importance}")
+            raise InvalidInputError(f"importance must be between 0 and 1, got {importance}", field="importance")
         mtype = MemoryType.parse(memory_type) if memory_type is not None else None
         check_fields(structured_data=structured_data, source_ids=source_ids or None, agent_id=agent_id,
                      session_id=session_id)

@@ -120,4 +120,4 @@ def _known(mem: Memory, user_id: str, session_id: str) -> None:
     from ...errors import NotFoundError
 
     if session_id not in mem.sessions(user_id):
-        raise NotFoundError(f"no session {session_id!r} for user {user_id!r}")
+        raise NotFoundError(f"no session {session_id!r} for user {user_id!r}", field="session_id")
