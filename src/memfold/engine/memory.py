@@ -13,7 +13,7 @@ from .. import filters as filters_mod
 from ..cache import cached, cached_queries
 from ..config import Settings, load_settings
 from ..errors import ArgumentError, InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
-from ..index.base import Index, open_index
+from ..index.base import HotSet, Index, capability, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..maintenance.policy_files import PolicyFiles
 from ..metrics import measured
@@ -440,8 +440,8 @@ class Memory(AgentCalls, Upkeep):
         """The hot set: the namespace's most accessed memories (``[cache] hot_size``), served by the
         cache until a write or ``[cache] ttl`` (their access counts are those of that moment)."""
         user_id = guard.user(user_id)
-        hot = getattr(self.index, "hot", None)
-        return hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
+        hot = capability(self.index, HotSet)
+        return hot.hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
         """The relations of a memory to others (``supports``, ``contradicts``, ``refines``,
