@@ -270,6 +270,35 @@ class _Requests:
         return _Call("POST", path, lambda b: list(b["messages"]), self._q(user_id),
                      _clean({"user_message": user_message, "agent_id": agent_id, "base_prompt": base_prompt}))
 
+    def add_skill(self, name: str, user_id: str | None, when_to_use: str | None, steps: Sequence[str] | None,
+                  tools: Sequence[str] | None, outcome: str | None, importance: float | None,
+                  agent_id: str | None) -> _Call:
+        body = _clean({"name": name, "when_to_use": when_to_use, "steps": list(steps) if steps is not None else None,
+                       "tools": list(tools) if tools is not None else None, "outcome": outcome,
+                       "importance": importance, "agent_id": agent_id})
+        return _Call("POST", "/v1/skills", _add_result, self._q(user_id), body)
+
+    def skill_succeeded(self, memory_id: str, user_id: str | None) -> _Call:
+        return _Call("POST", f"/v1/skills/{_seg(memory_id)}/success", _record, self._q(user_id))
+
+    def skills(self, user_id: str | None) -> _Call:
+        return _Call("GET", "/v1/skills", _items, self._q(user_id, limit=PAGE), every_page=True)
+
+    def relate(self, source_id: str, target_id: str, relation: str, user_id: str | None, strength: float) -> _Call:
+        body = {"source_id": source_id, "target_id": target_id, "relation": relation, "strength": strength}
+        return _Call("POST", "/v1/relations", dict, self._q(user_id), body)
+
+    def unrelate(self, source_id: str, target_id: str, relation: str | None, user_id: str | None) -> _Call:
+        return _Call("DELETE", "/v1/relations", lambda b: int(b["removed"]),
+                     self._q(user_id, source_id=source_id, target_id=target_id, relation=relation))
+
+    def related(self, memory_id: str, user_id: str | None) -> _Call:
+        return _Call("GET", f"/v1/memories/{_seg(memory_id)}/relations", _items, self._q(user_id, limit=PAGE),
+                     every_page=True)
+
+    def usage(self, user_id: str | None) -> _Call:
+        return _Call("GET", "/v1/usage", dict, self._q(user_id))
+
     def whoami(self) -> _Call:
         return _Call("GET", "/v1/whoami", dict)
 
@@ -451,6 +480,38 @@ class Client:
         """``Memory.build_context``: the messages to send to the model."""
         return self._do(self._r.build_context(user_message, user_id, session_id, agent_id, base_prompt))
 
+    def add_skill(self, name: str, user_id: str | None = None, *, when_to_use: str | None = None,
+                  steps: Sequence[str] | None = None, tools: Sequence[str] | None = None, outcome: str | None = None,
+                  importance: float | None = None, agent_id: str | None = None) -> AddResult:
+        """``Memory.add_skill``: a skill saved in learnings.md (a near-duplicate skill is updated)."""
+        return self._do(self._r.add_skill(name, user_id, when_to_use, steps, tools, outcome, importance, agent_id))
+
+    def skill_succeeded(self, memory_id: str, user_id: str | None = None) -> MemoryRecord:
+        """``Memory.skill_succeeded``: one more success of a skill; the skill as it is now."""
+        return self._do(self._r.skill_succeeded(memory_id, user_id))
+
+    def skills(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """``Memory.skills``: the namespace's skills with their fields, most successful first."""
+        return self._do(self._r.skills(user_id))
+
+    def relate(self, source_id: str, target_id: str, relation: str, user_id: str | None = None, *,
+               strength: float = 1.0) -> dict[str, Any]:
+        """``Memory.relate``: record that one memory ``relation``s another (strength 0 to 1)."""
+        return self._do(self._r.relate(source_id, target_id, relation, user_id, strength))
+
+    def unrelate(self, source_id: str, target_id: str, relation: str | None = None,
+                 user_id: str | None = None) -> int:
+        """``Memory.unrelate``: delete the relations from one memory to another; how many went."""
+        return self._do(self._r.unrelate(source_id, target_id, relation, user_id))
+
+    def related(self, memory_id: str, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The memories related to one, strongest first, with their words."""
+        return self._do(self._r.related(memory_id, user_id))
+
+    def usage(self, user_id: str | None = None) -> dict[str, Any]:
+        """``Memory.usage``: the memories searches returned most, the queries that found nothing."""
+        return self._do(self._r.usage(user_id))
+
     def whoami(self) -> dict[str, Any]:
         """The calling key: its namespaces and scope."""
         return self._do(self._r.whoami())
@@ -584,6 +645,40 @@ class AsyncClient:
                             agent_id: str | None = None, base_prompt: str | None = None) -> list[dict[str, str]]:
         """``Memory.build_context``."""
         return await self._do(self._r.build_context(user_message, user_id, session_id, agent_id, base_prompt))
+
+    async def add_skill(self, name: str, user_id: str | None = None, *, when_to_use: str | None = None,
+                        steps: Sequence[str] | None = None, tools: Sequence[str] | None = None,
+                        outcome: str | None = None, importance: float | None = None,
+                        agent_id: str | None = None) -> AddResult:
+        """``Memory.add_skill``."""
+        return await self._do(self._r.add_skill(name, user_id, when_to_use, steps, tools, outcome, importance,
+                                                agent_id))
+
+    async def skill_succeeded(self, memory_id: str, user_id: str | None = None) -> MemoryRecord:
+        """``Memory.skill_succeeded``."""
+        return await self._do(self._r.skill_succeeded(memory_id, user_id))
+
+    async def skills(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """``Memory.skills``."""
+        return await self._do(self._r.skills(user_id))
+
+    async def relate(self, source_id: str, target_id: str, relation: str, user_id: str | None = None, *,
+                     strength: float = 1.0) -> dict[str, Any]:
+        """``Memory.relate``."""
+        return await self._do(self._r.relate(source_id, target_id, relation, user_id, strength))
+
+    async def unrelate(self, source_id: str, target_id: str, relation: str | None = None,
+                       user_id: str | None = None) -> int:
+        """``Memory.unrelate``."""
+        return await self._do(self._r.unrelate(source_id, target_id, relation, user_id))
+
+    async def related(self, memory_id: str, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The memories related to one, strongest first."""
+        return await self._do(self._r.related(memory_id, user_id))
+
+    async def usage(self, user_id: str | None = None) -> dict[str, Any]:
+        """``Memory.usage``."""
+        return await self._do(self._r.usage(user_id))
 
     async def whoami(self) -> dict[str, Any]:
         """The calling key."""

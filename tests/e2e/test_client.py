@@ -247,3 +247,48 @@ def test_lists_come_whole_through_the_servers_pages(srv, mem: Memory, monkeypatc
     with Client(srv.url, key) as c, pytest.raises(InvalidInputError) as caught:
         c.search("tea", "alice", limit=0)
     assert [p["field"] for p in caught.value.problems] == ["limit"]  # type: ignore[attr-defined]
+
+
+def test_skills_relations_and_usage_through_the_client(srv):
+    key = srv.keys.create(["alice"], "write")[0]
+    with Client(srv.url, key, user_id="alice") as c:
+        saved = c.add_skill("Publish the docs", when_to_use="after a release", steps=["make docs", "rsync site"],
+                            tools=["make", "rsync"], outcome="the docs are online")
+        skill = saved.added[0]
+        assert "Successes: 1" in c.skill_succeeded(skill.id).content
+        listed = c.skills()
+        assert [s["name"] for s in listed] == ["Publish the docs"] and listed[0]["steps"] == ["make docs", "rsync site"]
+        assert listed[0]["successes"] == 1
+        a = c.add("I live in Lisbon").added[0]
+        b = c.add("I moved to Lisbon from Porto in 2021").added[0]
+        rel = c.relate(b.id, a.id, "supports", strength=0.7)
+        assert (rel["source_id"], rel["target_id"], rel["relation"]) == (b.id, a.id, "supports")
+        seen = c.related(a.id)
+        assert [(r["id"], r["relation"]) for r in seen] == [(b.id, "supports")] and "Porto" in seen[0]["content"]
+        assert c.unrelate(b.id, a.id) == 1 and c.related(a.id) == []
+        with pytest.raises(InvalidInputError):
+            c.relate(a.id, b.id, "loves")
+        c.search("where do I live")
+        c.search("zzqx nothing matches this")
+        used = c.usage()
+        assert used["searches"] >= 2 and any(u["id"] == a.id for u in used["most_used"])
+        assert [q["query"] for q in used["no_results"]] == ["zzqx nothing matches this"]
+
+
+def test_the_async_client_reaches_skills_relations_and_usage(srv):
+    key = srv.keys.create(["alice"], "write")[0]
+
+    async def run() -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
+        async with AsyncClient(srv.url, key, user_id="alice") as c:
+            skill = (await c.add_skill("给客户发周报", when_to_use="每周五", steps=["汇总进度", "发邮件"])).added[0]
+            await c.skill_succeeded(skill.id)
+            a = (await c.add("我住在杭州")).added[0]
+            b = (await c.add("我去年搬到了杭州")).added[0]
+            await c.relate(b.id, a.id, "refines")
+            related = await c.related(a.id)
+            removed = await c.unrelate(b.id, a.id, "refines")
+            return await c.skills() + related, removed, await c.usage()
+
+    rows, removed, used = asyncio.run(run())
+    assert rows[0]["name"] == "给客户发周报" and rows[0]["successes"] == 1
+    assert rows[1]["relation"] == "refines" and removed == 1 and used["searches"] == 0
