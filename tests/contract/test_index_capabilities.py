@@ -34,12 +34,14 @@ from memfold.index.base import (
     StorageSize,
     TakenCounter,
     TermsHeld,
+    TermsVersion,
     Transactions,
     capability,
     members,
 )
+from memfold.index.sqlite_rows import SqliteSource
 from memfold.models import MemoryType
-from memfold.text.terms import fts_document, terms
+from memfold.text.terms import TERMS_VERSION, fts_document, terms
 
 from .conftest import T0, item, rec, unit
 
@@ -49,8 +51,8 @@ PROVIDERS: dict[Any, set[str]] = {
     ChangeCounter: BOTH, AccessStats: BOTH, SearchScope: BOTH, AllFileStates: BOTH, TakenCounter: {"postgres"},
     ExpectedRows: {"postgres"}, SharedReads: {"sqlite"}, FileRecords: {"postgres"}, Transactions: {"sqlite"},
     TermsHeld: BOTH, DocTerms: BOTH, ReadOnlyMode: {"sqlite"}, StorageSize: {"postgres"},
-    SearchFootprint: {"sqlite"}, QueuedAccess: {"postgres"}, PinnedCounter: set(), PreparedAnswers: set(),
-    HotSet: set()}
+    SearchFootprint: {"sqlite"}, QueuedAccess: {"postgres"}, TermsVersion: set(), PinnedCounter: set(),
+    PreparedAnswers: set(), HotSet: set()}
 CACHE_OWN = {ChangeCounter, SearchScope, PinnedCounter, PreparedAnswers, HotSet}  # the cache provides them itself
 CACHE_USES = {TakenCounter, ExpectedRows}  # the cache uses them and does not offer them
 DAY1, DAY2 = "memory/2024-05-01.md", "memory/2024-05-02.md"
@@ -300,3 +302,13 @@ def test_hot_set(subject: Any, backend: str, wrapped: str) -> None:
     assert [r.id for r in subject.most_accessed("alice", 5)] == ["a2", "a1"]
     if c is not None:
         assert [r.id for r in c.hot("alice")] == ["a2", "a1"]
+
+
+def test_terms_version(subject: Any, backend: str, wrapped: str) -> None:
+    """Not of a live index (it brings its terms up to date when it opens): of an index file read as it is."""
+    assert has(subject, backend, wrapped, TermsVersion) is None
+    if backend == "sqlite" and wrapped == "bare":
+        _load(subject)
+        with SqliteSource.open(subject.path) as source:
+            held = capability(source, TermsVersion)
+            assert held is not None and held.terms_version == TERMS_VERSION

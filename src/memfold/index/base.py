@@ -389,6 +389,17 @@ class QueuedAccess(Protocol):
     def flush_access(self) -> int: ...
 
 
+@runtime_checkable
+class TermsVersion(Protocol):
+    """Optional. The version of the term maker (stemming, segmentation) that made the stored keyword
+    terms of a row source: a copy (``index/transfer.py``) makes older terms again; a source without
+    it holds current terms. ``SqliteSource`` (an index file read as it is, maybe of an older
+    memfold); a live index brings its terms up to date when it opens."""
+
+    @property
+    def terms_version(self) -> int: ...
+
+
 # ---- optional: offered by the hot cache (cache/index.py) -----------------------------------
 @runtime_checkable
 class PinnedCounter(Protocol):
@@ -420,7 +431,7 @@ class HotSet(Protocol):
 
 OPTIONAL: tuple[type, ...] = (ChangeCounter, AccessStats, SearchScope, AllFileStates, TakenCounter, ExpectedRows,
                               SharedReads, FileRecords, Transactions, TermsHeld, DocTerms, ReadOnlyMode, StorageSize,
-                              SearchFootprint, QueuedAccess, PinnedCounter, PreparedAnswers, HotSet)
+                              SearchFootprint, QueuedAccess, TermsVersion, PinnedCounter, PreparedAnswers, HotSet)
 
 T = TypeVar("T")
 
