@@ -37,7 +37,7 @@ class IndexSettings:
     vector_exact_max: int = 20_000  # sqlite: above this many vectors per user, a two-stage (PCA) vector search
     record_cache: int = 4096  # sqlite: rows read by searches kept in process while the file is unchanged (0: off)
     # write-ahead mode: add() returns once the memory is in its file and the index (keyword-searchable);
-    # its vector follows from a background worker within write_ahead_delay_ms (engine/vector_worker.py)
+    # its vector follows from a background worker within write_ahead_delay_ms (engine/write/vector_worker.py)
     write_ahead: bool = False
     write_ahead_delay_ms: int = 200
     # postgres: connection pool (per process) and HNSW parameters (m, ef_construction: when the index is created)
@@ -108,6 +108,19 @@ class MaintenanceSettings:
 
 
 @dataclass(frozen=True)
+class RerankSettings:
+    """The opt-in quality stage of the read path (``memfold/rerank/``): off unless a backend is named."""
+
+    backend: str = "off"  # off | llm (an OpenAI-compatible chat endpoint) | endpoint (a /rerank endpoint)
+    url: str = ""  # llm: the base URL (…/v1); endpoint: the /rerank URL (…/rerank is added when missing)
+    model: str = ""
+    api_key_env: str = ""  # name of the environment variable holding the key ("" = no key sent)
+    candidates: int = 20  # the top N hits of a search that are re-ordered (2-100)
+    timeout_seconds: float = 10.0  # one call; past it the search keeps the incoming order
+    rewrite: bool = False  # split multi-part and time questions into sub-queries (an LLM call)
+
+
+@dataclass(frozen=True)
 class Settings:
     root: Path
     language: str = "en"  # en | zh: the MEMORY.md template of new workspaces
@@ -117,6 +130,7 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -130,7 +144,7 @@ class Settings:
 
 
 SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings,
-            "cache": CacheSettings, "maintenance": MaintenanceSettings}
+            "cache": CacheSettings, "maintenance": MaintenanceSettings, "rerank": RerankSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -276,6 +290,7 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
         cache=_section(CacheSettings, merged["cache"], sources["cache"]),
         maintenance=_maintenance(_section(MaintenanceSettings, merged["maintenance"], sources["maintenance"]),
                                  sources["maintenance"]),
+        rerank=_section(RerankSettings, merged["rerank"], sources["rerank"]),
         memory=merged["memory"],
         memory_sources=sources["memory"],
     )

@@ -276,7 +276,7 @@ def test_a_running_server_compresses_a_due_namespace_in_the_background(tmp_path:
     ``[maintenance] background = false`` the same server changes nothing."""
     from datetime import datetime, timedelta, timezone
 
-    from memfold.engine.records import new_id
+    from memfold.engine.storage.records import new_id
     from memfold.models import MemoryRecord, MemoryType
 
     root = tmp_path / "ws"

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from memfold import Memory
-from memfold.engine import records as rec
+from memfold.engine.storage import records as rec
 from memfold.errors import MemoryIndexError
 from memfold.text.terms import fts_document, keyword_text
 

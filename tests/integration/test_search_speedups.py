@@ -217,7 +217,7 @@ def test_returned_hits_are_the_callers_own_while_candidates_are_shared(tmp_path:
 def test_feedback_terms_are_the_formula() -> None:
     """``feedback_terms`` (counts, idf and sort written with fewer operations) gives the terms, in the
     order, that the formula gives term by term: share / rank × ln(1 + pool / df), best first, ties by term."""
-    from memfold.engine.rank_keywords import feedback_terms
+    from memfold.engine.read.rank_keywords import feedback_terms
 
     rng = random.Random(8)
 

@@ -162,7 +162,7 @@ def test_the_rebuild_reports_progress_on_big_indexes(tmp_path: Path, capsys: pyt
 
 def test_migrating_an_old_index_to_postgres_makes_its_terms_again(root: Path, pg_dsn: str,
                                                                   embedder) -> None:  # type: ignore[no-untyped-def]
-    from memfold.engine.admin import migrate
+    from memfold.facade.admin import migrate
     from memfold.index.postgres import PostgresIndex
 
     with Memory(root=root, embedder=embedder) as mem:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import load_settings
-from ..engine.memory import Memory
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
 from ..index.base import StorageSize, capability
 from ..providers.embedder import Embedder, make_embedder
 from .harness import NoProgress, Progress, QueryCachingEmbedder

@@ -33,7 +33,6 @@ from ..models import HistoryEntry, MemoryRecord
 from .rows import FileState, RelationRow, StateDoc
 
 if TYPE_CHECKING:
-    from ..cache.answers import Prepared
     from ..config import Settings
 
 
@@ -79,7 +78,7 @@ class RecordStore(Protocol):
         index: a bullet copied from one user's file into another's must get a new id)."""
         ...
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None: ...
-    # deleted means deleted (engine/purge.py)
+    # deleted means deleted (engine/storage/purge.py)
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         """The archived rows whose ``superseded_by`` is one of ``ids`` (their older versions)."""
         ...
@@ -417,8 +416,11 @@ class PreparedAnswers(Protocol):
     write, or the wrapped index lacks ``AccessStats``) and the answer kept, if any;
     ``keep_prepared`` keeps one. CachedIndex."""
 
-    def prepared(self, user_id: str, parts: Hashable) -> "tuple[Hashable | None, Prepared | None]": ...
-    def keep_prepared(self, key: Hashable, value: "Prepared") -> None: ...
+    def prepared(self, user_id: str, parts: Hashable) -> tuple[Hashable | None, Any]:
+        """The key and the ``cache.answers.Prepared`` kept (or None); typed loosely: the cache is a
+        layer above the index."""
+        ...
+    def keep_prepared(self, key: Hashable, value: Any) -> None: ...
 
 
 @runtime_checkable

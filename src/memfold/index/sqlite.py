@@ -300,7 +300,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
 
     def get_shared(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         """``get`` for the read path: the record cache's records themselves, not copies. The caller
-        changes none of them and copies those it hands out (``engine/read.py``)."""
+        changes none of them and copies those it hands out (``engine/read/read.py``)."""
         return self._get(user_id, ids, False)
 
     def _get(self, user_id: str, ids: Sequence[str], copy: bool) -> list[MemoryRecord]:
@@ -384,7 +384,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             return int(self._db.execute(q, (user_id,)).fetchone()[0])
 
     def search_scope(self, user_id: str) -> AbstractContextManager[None]:
-        """One search (``engine/search_scope.py``): the index's seq read once for its lookups."""
+        """One search (``engine/read/search_scope.py``): the index's seq read once for its lookups."""
         return self._search.pinned()
 
     def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:

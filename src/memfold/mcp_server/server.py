@@ -20,8 +20,8 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
-from ..engine.memory import Memory
 from ..errors import MemfoldError, NotFoundError
+from ..facade.memory import Memory
 from ..models import FILE_MEMORY
 from ..tools import TOOLS, call, input_schema
 

@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..engine import guard
-from ..engine.memory import Memory
+from ..engine.storage import guard
 from ..errors import (
     ConfigError,
     InvalidInputError,
@@ -26,6 +25,7 @@ from ..errors import (
     TextMatchError,
     TooLongError,
 )
+from ..facade.memory import Memory
 from ..limits import MAX_ARGUMENT_CHARS
 from .handlers import ToolContext
 from .models import ErrorInfo, ErrorResult

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ..engine.guard import screen_text
-from ..engine.memory import Memory
-from ..engine.relations import related
+from ..engine.storage.guard import screen_text
 from ..errors import InvalidInputError, NotFoundError, PathRefusedError, TextMatchError
+from ..facade.memory import Memory
+from ..facade.relations import related
 from ..limits import MAX_TOOL_RESULTS, WRITE_LINES, over
 from ..models import FILE_MEMORY, AddResult
 from ..text.memory_markdown import DEFAULT_TYPE_OF_SECTION, HEADINGS, parse

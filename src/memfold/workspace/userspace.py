@@ -134,7 +134,7 @@ class UserSpace:
 
     def memory_files(self) -> list[str]:
         """Relative paths of all memory files that exist, MEMORY.md first."""
-        base = os.fspath(self.dir)  # plain strings: every search checks these (engine/store.py, sync)
+        base = os.fspath(self.dir)  # plain strings: every search checks these (engine/storage/store.py, sync)
         out = [rel for rel in (FILE_MEMORY, FILE_LEARNINGS) if os.path.exists(os.path.join(base, rel))]
         mem = self.dir / "memory"
         if os.path.isdir(os.path.join(base, "memory")):

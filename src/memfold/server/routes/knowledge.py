@@ -7,8 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
-from ...engine.memory import Memory
-from ...engine.relations import related
+from ...facade.memory import Memory
+from ...facade.relations import related
 from .. import models as m
 from .. import paging
 from ..auth import Caller, caller

@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from ...engine.memory import Memory
 from ...errors import IndexError_, InvalidInputError
+from ...facade.memory import Memory
 from ...limits import MAX_RESULTS
 from ...models import utcnow
 from .. import models as m

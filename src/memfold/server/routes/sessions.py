@@ -7,8 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from ...engine.memory import Memory
-from ...engine.session import Session
+from ...engine.conversation.session import Session
+from ...facade.memory import Memory
 from .. import models as m
 from .. import paging
 from ..auth import Caller, caller

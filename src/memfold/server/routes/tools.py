@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from ...engine.memory import Memory
+from ...facade.memory import Memory
 from ...tools import TOOLS, Tool, call, openai_tools
 from ...tools.models import ErrorResult
 from .. import models as m
