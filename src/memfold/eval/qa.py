@@ -20,8 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..facade.memory import Memory
 from ..errors import InvalidInputError, ProviderError
+from ..facade.memory import Memory
 from ..providers.chat import ChatModel, ChatResult, ToolReply
 from ..text.tokens import count_many
 from ..tools import MemoryAgent, MemoryTools
