@@ -31,7 +31,7 @@ from ..engine.write.edit import Editor
 from ..engine.write.vector_worker import start_for
 from ..engine.write.write import WritePath
 from ..errors import ArgumentError, ConfigError, InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
-from ..index.base import Index, open_index
+from ..index.base import HotSet, Index, capability, open_index
 from ..limits import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, check_length
 from ..maintenance.evolution import PolicyEvolution
 from ..maintenance.policy_files import PolicyFiles
@@ -448,8 +448,8 @@ class Memory:
         """The hot set: the namespace's most accessed memories (``[cache] hot_size``), served by the
         cache until a write or ``[cache] ttl`` (their access counts are those of that moment)."""
         user_id = guard.user(user_id)
-        hot = getattr(self.index, "hot", None)
-        return hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
+        hot = capability(self.index, HotSet)
+        return hot.hot(user_id) if hot is not None else self.index.most_accessed(user_id, self.settings.cache.hot_size)
 
     def relations(self, memory_id: str, user_id: str = "default") -> list[dict[str, Any]]:
         """The relations of a memory to others (``supports``, ``contradicts``, ``refines``,

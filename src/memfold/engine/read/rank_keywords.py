@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from itertools import chain
 
+from ...index.base import DocTerms, capability
 from ...policy import Policy
 from ...text.terms import terms
 from ..storage.records import index_text
@@ -69,8 +70,8 @@ def held_doc_terms(store: UserStore, user_id: str, ids: list[str]) -> dict[str, 
     """The keyword terms (with counts) of the rows ``ids`` that exist, in the order of ``ids``: from
     the index's in-process keyword index where it keeps one (SQLite; the terms stored when the row
     was written, so nothing is tokenised again and no row is read), else from the rows' indexed text."""
-    fn = getattr(store.index, "doc_terms", None)
-    held: dict[str, TermCounts] = fn(user_id, ids) if callable(fn) else {}
+    fn = capability(store.index, DocTerms)
+    held: dict[str, TermCounts] = dict(fn.doc_terms(user_id, ids)) if fn is not None else {}
     missing = [m for m in ids if m not in held]
     if missing:  # not keyword-searchable (archived rows), or a backend without the terms in process
         held.update((r.id, doc_terms(index_text(r))) for r in store.index.get(user_id, missing))

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ...index.base import ChangeCounter, capability
 from ...index.vectors import one_blas_thread
 from ...models import EPISODIC
 from ...policy import Policy
@@ -134,10 +135,10 @@ class KeyCache:
 
     def get(self, store: UserStore, user_id: str) -> SessionKeys | None:
         index = store.index
-        counter_of = getattr(index, "change_counter", None)
-        if not callable(counter_of):
+        counter_of = capability(index, ChangeCounter)
+        if counter_of is None:
             return None
-        counter = counter_of(user_id)
+        counter = counter_of.change_counter(user_id)
         if counter is None:  # inside a write transaction: nothing settled to key
             return None
         with self._lock:

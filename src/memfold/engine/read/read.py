@@ -21,6 +21,7 @@ import numpy as np
 
 from ...cache.answers import Prepared
 from ...errors import IndexError_
+from ...index.base import FileRecords, PinnedCounter, PreparedAnswers, SharedReads, capability
 from ...index.record_cache import own_copy
 from ...index.rows import with_access
 from ...limits import query_tail
@@ -291,16 +292,17 @@ class Retriever:
         store.sync(wait=False)
         qterms = terms(query, query=True)
         want = max(2 * k if memory_type is None and include_episodic else 8 * k, pol.candidate_pool_min)
-        pin = getattr(store.index, "pinned", None)  # a cache: one reading of its change counter for both
-        prepared = getattr(store.index, "prepared", None) if not include_archived else None
+        pin = capability(store.index, PinnedCounter)  # a cache: one reading of its change counter for both
+        prepared = capability(store.index, PreparedAnswers) if not include_archived else None
         slot = prep = None
         early: list[MemoryRecord] = []
         # the candidates' records, shared with the index's record cache where it has one (not copied:
         # nothing here changes them; ``_above_floor`` copies the few it returns)
-        read_rows = getattr(store.index, "get_shared", None) or store.index.get
-        with pin(user_id) if callable(pin) else nullcontext():
-            if callable(prepared):  # a cache: this search worked out before, at this counter (cache/answers.py)
-                slot, prep = prepared(user_id, (query, k, memory_type, include_episodic, collapse_copies, expand))
+        shared = capability(store.index, SharedReads)
+        read_rows = shared.get_shared if shared is not None else store.index.get
+        with pin.pinned(user_id) if pin is not None else nullcontext():
+            if prepared is not None:  # a cache: this search worked out before, at this counter (cache/answers.py)
+                slot, prep = prepared.prepared(user_id, (query, k, memory_type, include_episodic, collapse_copies, expand))
                 if prep is not None:
                     now = now or utcnow()
                     if not (prep.day == now.date() and (prep.policy is pol or prep.policy == pol)):
@@ -394,9 +396,9 @@ class Retriever:
         hits = self._above_floor(hits, k, cosines, cos_floor, qset, pol.min_score, held, absorbed,
                                  NEIGHBOUR_WEIGHT)
         if slot is not None and prep is not None:
-            keep = getattr(store.index, "keep_prepared", None)
-            if callable(keep):
-                keep(slot, prep)
+            keep = capability(store.index, PreparedAnswers)
+            if keep is not None:
+                keep.keep_prepared(slot, prep)
         if record_access and hits:
             self._record_access(store, user_id, hits, now)
         return hits
@@ -448,9 +450,9 @@ class Retriever:
         store = self._store(user_id)
         today = (now or datetime.now(timezone.utc)).date()
         out = []
-        many = getattr(store.index, "records_of_files", None)  # PostgreSQL: one round trip for all days
+        many = capability(store.index, FileRecords)  # PostgreSQL: one round trip for all days
         rels = [daily_rel(today - timedelta(days=back)) for back in range(days)]
-        by_file = many(user_id, rels) if callable(many) and days > 1 else None
+        by_file = many.records_of_files(user_id, rels) if many is not None and days > 1 else None
         for back in range(days - 1, -1, -1):
             rel = rels[back]
             rows = by_file[rel] if by_file is not None else store.index.list_records(user_id, file=rel)

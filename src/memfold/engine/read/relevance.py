@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from ...index.base import TermsHeld, capability
 from ...text.terms import terms
 
 COS_ZERO_SHORT, COS_ZERO_LONG = 0.15, 0.05
@@ -60,7 +61,7 @@ def terms_held(index: Any, user_id: str, ids: Sequence[str], qterms: Collection[
     terms (the terms of the row's indexed text, stored when it was written) where the index keeps
     them in process (SQLite); rows it does not know (archived, another backend) are left out and
     ``coverage`` tokenises their text."""
-    fn = getattr(index, "terms_held", None)
-    if not qterms or not ids or not callable(fn):
+    fn = capability(index, TermsHeld)
+    if not qterms or not ids or fn is None:
         return {}
-    return fn(user_id, ids, list(qterms))
+    return fn.terms_held(user_id, ids, list(qterms))

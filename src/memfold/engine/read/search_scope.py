@@ -8,6 +8,8 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
+from ...index.base import SearchScope, capability
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -16,10 +18,10 @@ def scoped(search: F) -> F:
 
     @wraps(search)
     def in_scope(self: Any, query: str, user_id: str, *args: Any, **kwargs: Any) -> Any:
-        scope = getattr(self._store(user_id).index, "search_scope", None)
-        if not callable(scope):
+        scope = capability(self._store(user_id).index, SearchScope)
+        if scope is None:
             return search(self, query, user_id, *args, **kwargs)
-        with scope(user_id):
+        with scope.search_scope(user_id):
             return search(self, query, user_id, *args, **kwargs)
 
     return in_scope  # type: ignore[return-value]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...errors import MemoryIndexError, NotFoundError, ReadOnlyWorkspaceError
-from ...index.base import Index, IndexItem
+from ...index.base import AllFileStates, Index, IndexItem, ReadOnlyMode, Transactions, capability
 from ...models import EPISODIC, FILE_LEARNINGS, FILE_MEMORY, HistoryEntry, MemoryRecord, MemoryType, utcnow
 from ...providers.embedder import Embedder
 from ...text import memory_markdown as md
@@ -79,7 +79,8 @@ class UserStore:
         stale = [f for f in sorted(files) if force or self._stat(f) != known(f)]
         if not stale:
             return 0
-        if getattr(self.index, "read_only", False):  # nothing may be written: answer from the index as it is
+        ro = capability(self.index, ReadOnlyMode)
+        if ro is not None and ro.read_only:  # nothing may be written: answer from the index as it is
             log.warning("%s of %s changed since it was indexed, but the workspace is read-only: the index is not "
                         "brought up to date", ", ".join(stale), self.user_id)
             return 0
@@ -101,9 +102,9 @@ class UserStore:
     def _known_states(self, files: set[str]) -> Callable[[str], tuple[int, int] | None]:
         """What the index recorded of each file: one query for all of them where the backend can
         (``file_states``; a PostgreSQL round trip per daily-note file grew every search), else one per file."""
-        many = getattr(self.index, "file_states", None)
-        if callable(many) and len(files) > 1:
-            states = many(self.user_id)
+        many = capability(self.index, AllFileStates)
+        if many is not None and len(files) > 1:
+            states = many.file_states(self.user_id)
             return states.get
         return lambda f: self.index.file_state(self.user_id, f)
 
@@ -527,8 +528,8 @@ class UserStore:
 
 def _transaction(index: Index) -> AbstractContextManager[Any]:
     """One index transaction around several writes when the backend offers it."""
-    tx = getattr(index, "transaction", None)
-    return tx() if callable(tx) else nullcontext()
+    tx = capability(index, Transactions)
+    return tx.transaction() if tx is not None else nullcontext()
 
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}(?: [^\W\d_]+ \d{4})?")  # the day that opens a turn's context

@@ -15,6 +15,7 @@ import logging
 import threading
 from typing import Any
 
+from ...index.base import ReadOnlyMode, capability
 from ...providers.embedder import Embedder
 from ..storage import records as rec
 
@@ -111,9 +112,10 @@ def start_for(index: Any, embedder: Embedder, write_ahead: bool, delay_ms: int) 
         from ...errors import ConfigError
 
         raise ConfigError(f"setting [index] write_ahead_delay_ms must be 0 or more, got {delay_ms}")
-    pending = getattr(index, "pending_vectors", None)
-    if not callable(pending) or getattr(index, "read_only", False):
+    ro = capability(index, ReadOnlyMode)
+    if ro is not None and ro.read_only:
         return None
+    pending = index.pending_vectors
     if not write_ahead:
         waiting = pending(1)
         if not waiting:
