@@ -1,7 +1,7 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   install memfold (no extras) and run the main job (offline, embedded index)
 #   make test   install the dev extra and run the whole test suite (on every core, with coverage)
-# (make lint: ruff and mypy; make docs: the documentation site, built strictly; CI runs both before the tests)
+# (make lint: ruff, mypy and the import contracts; make docs: the documentation site, built strictly; CI runs both before the tests)
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -33,6 +33,7 @@ test: $(DEV)
 lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks docsgen
 	$(BIN)/mypy
+	PYTHONPATH=src $(BIN)/lint-imports --no-cache
 
 docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

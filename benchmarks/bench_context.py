@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from memfold import Memory, MemoryType
-from memfold.engine import records as rec
-from memfold.engine.store import file_for
+from memfold.engine.storage import records as rec
+from memfold.engine.storage.store import file_for
 from memfold.models import MemoryRecord, utcnow
 from memfold.providers.embedder import embed_query
 

@@ -30,8 +30,8 @@ from typing import Any
 
 from memfold import Memory
 from memfold.config import load_settings
-from memfold.engine import admin
 from memfold.eval.fresh_words import FreshWords
+from memfold.facade import admin
 
 
 def _free_port() -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memfold import Memory
-from memfold.engine.records import new_id
+from memfold.engine.storage.records import new_id
 from memfold.models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
 
 DATA = Path(__file__).parent / "data" / "old_memories.json"

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from memfold import Memory
-from memfold.engine import dedupe
-from memfold.engine.conversations import batches
+from memfold.engine.write import dedupe
+from memfold.engine.write.conversations import batches
 from memfold.errors import LimitExceededError
 from memfold.limits import MAX_MESSAGES
 from memfold.models import EPISODIC, MemoryRecord, MemoryType, utcnow

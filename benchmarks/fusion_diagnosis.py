@@ -8,7 +8,7 @@ upper bound for any per-query fusion weight, e.g. one set by each side's confide
     nice -n 10 python benchmarks/fusion_diagnosis.py --vector-cache /tmp/vc --sets madial-zh,madial-en
 
 Ranks are over the whole namespace (keyword: memories holding a query term). The oracle and
-the weight sweep fuse the two candidate lists exactly as ``engine/read.py`` does, without the
+the weight sweep fuse the two candidate lists exactly as ``engine/read/read.py`` does, without the
 adjustments after it (speaker, question, time bonus, feedback terms): on MADial those are inert
 (excerpt queries get no feedback; all memories share importance and age), so its "fusion alone"
 row reproduces the real search's recall.
@@ -44,10 +44,10 @@ from typing import Any
 import numpy as np
 from tune import DATA, sets
 
-from memfold.engine.memory import Memory
-from memfold.engine.rank_speakers import may_name_someone, vector_side_query
-from memfold.engine.read import fuse, query_vector
+from memfold.engine.read.rank_speakers import may_name_someone, vector_side_query
+from memfold.engine.read.read import fuse, query_vector
 from memfold.eval.harness import Probe, eval_memory, use_policy
+from memfold.facade.memory import Memory
 from memfold.text.terms import terms
 
 DEPTH = 3000  # candidates asked per side: every memory of a MADial user, a LoCoMo conversation, a LongMemEval haystack

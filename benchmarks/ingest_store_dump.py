@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import memfold
-import memfold.engine.records as rec
+import memfold.engine.storage.records as rec
 from memfold.config import load_settings
-from memfold.engine.memory import Memory
 from memfold.errors import MemfoldError
 from memfold.eval.bench import synthetic_texts
+from memfold.facade.memory import Memory
 from memfold.providers.embedder import make_embedder
 
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(\+00:00|Z)?")

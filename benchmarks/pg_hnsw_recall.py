@@ -24,7 +24,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from memfold.config import load_settings
-from memfold.engine.read import query_vector
+from memfold.engine.read.read import query_vector
 from memfold.eval.bench import synthetic_queries
 from memfold.index.postgres import _NEAREST
 from memfold.providers.embedder import make_embedder

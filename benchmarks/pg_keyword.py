@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from memfold.engine.conversations import locomo_sessions
+from memfold.engine.write.conversations import locomo_sessions
 from memfold.eval.locomo import load_locomo
 from memfold.eval.madial import load_madial
 from memfold.eval.metrics import normalise_evidence

@@ -31,7 +31,7 @@ from typing import Any
 
 from memfold import Memory
 from memfold.config import load_settings
-from memfold.engine import read
+from memfold.engine.read import read
 from memfold.eval.bench import BATCH, QueryCachingEmbedder, synthetic_queries, synthetic_texts
 from memfold.providers.embedder import make_embedder
 
@@ -102,7 +102,7 @@ def bulk_build(root: Path, dsn: str, n: int) -> None:
     index at ``dsn`` with its HNSW index built once after the copy (nothing done when it holds rows)."""
     import psycopg
 
-    from memfold.engine.admin import migrate
+    from memfold.facade.admin import migrate
     from memfold.index.postgres import PostgresIndex
     from memfold.index.transfer import SqliteSource
 

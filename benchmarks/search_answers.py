@@ -22,7 +22,7 @@ from typing import Any
 
 import memfold
 from memfold import Memory
-from memfold.engine import read
+from memfold.engine.read import read
 from memfold.eval.bench import synthetic_queries
 from memfold.providers.embedder import UseEmbedder
 

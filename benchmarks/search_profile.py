@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memfold import Memory
-from memfold.engine import read
+from memfold.engine.read import read
 from memfold.eval.bench import synthetic_queries, synthetic_texts
 from memfold.providers.embedder import UseEmbedder
 

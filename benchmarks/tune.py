@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from memfold.engine.memory import Memory
 from memfold.eval.crossval import LEAVE_ONE_OUT, TWO_FOLD, SetScores, cross_validate, fold_ids, survives
 from memfold.eval.harness import Probe, eval_memory, use_policy
 from memfold.eval.locomo import MAIN_CATEGORIES, ingest_locomo
 from memfold.eval.longmemeval import ingest_longmemeval
 from memfold.eval.madial import ingest_madial
+from memfold.facade.memory import Memory
 
 # ../shared/data beside the checkout (a worktree sits one folder deeper)
 DATA = next((p / "shared" / "data" for p in Path(__file__).resolve().parents if (p / "shared" / "data").is_dir()),

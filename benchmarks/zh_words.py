@@ -132,7 +132,7 @@ the seconds jieba took to load its dictionary."""
 def _example(mem: Any, probe: Any) -> dict[str, Any]:
     """What the search and the index made of the first question: its terms as the search asks them
     and the stored terms of its best hit (the patch reached both, or the variant measured nothing)."""
-    from memfold.engine import read
+    from memfold.engine.read import read
 
     hits = mem.search(probe.query, probe.namespace, limit=1, record_access=False, now=probe.now)
     stored = mem.index.doc_terms(probe.namespace, [hits[0].record.id]) if hits else {}

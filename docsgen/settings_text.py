@@ -15,6 +15,10 @@ SECTION_INTRO = {
     "maintenance": "Maintenance in the background of a long-lived process: `memfold mcp`, `memfold chat` and a "
                    "Python `Memory` kept open run the due jobs of `memfold maintain` by themselves (`memfold serve` "
                    "every `[server] maintenance_interval_minutes`); see [Maintenance](../concepts/maintenance.md).",
+    "rerank": "An optional quality stage of every search: the top candidates re-ordered by an LLM or a re-ranking "
+              "endpoint, multi-part and time questions split into sub-queries (see "
+              "[Re-ranking and answer accuracy](../answer-accuracy.md)). Off by default; any failure keeps the "
+              "search's own order.",
     "memory": "The memory policy. Each user can override these keys in `<root>/<user>/policy_overrides.json` "
               "(`memfold policy set`); see [Policy](../concepts/policy.md).",
 }
@@ -99,6 +103,17 @@ MEANINGS = {
     "maintenance.pause_seconds": "rest between two namespaces of a background run (keeps its share of the CPU small)",
     "maintenance.job_seconds": "time budget of a background job: past it the job stops between two steps and the "
                                "rest waits for the next run",
+    "rerank.backend": "`off` · `llm` (any OpenAI-compatible chat endpoint: one listwise call) · `endpoint` (a "
+                      "`/rerank` endpoint: Cohere, Jina, vLLM, Text Embeddings Inference)",
+    "rerank.url": "llm: the base URL, e.g. `http://localhost:11434/v1`; endpoint: the `/rerank` URL (`/rerank` is "
+                  "added when missing)",
+    "rerank.model": "the model the endpoint should use",
+    "rerank.api_key_env": "name of the environment variable holding the key (`\"\"`: no key is sent)",
+    "rerank.candidates": "the top N hits of a search that are re-ordered (2-100); a search asks the index for at "
+                         "least this many",
+    "rerank.timeout_seconds": "seconds one call may take (at most 120); past it the search keeps its own order",
+    "rerank.rewrite": "`true`: a question with several parts or a time to resolve is split into sub-queries by an "
+                      "LLM (the `llm` backend's, else `[llm]`); their hits are fused with the question's",
     "memory.enabled": "memory on/off: `false` = nothing read, injected or written, no tools offered; per user with "
                       "`memfold memory off --user U`",
     "memory.retrieve_limit": "memories returned by a query",

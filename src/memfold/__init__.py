@@ -3,8 +3,6 @@ hybrid retrieval in Chinese and English, offline by default."""
 
 from .client import AsyncClient, Client
 from .config import Settings, load_settings
-from .engine.async_memory import AsyncMemory
-from .engine.memory import Memory
 from .errors import (
                      ConfigError,
                      InvalidInputError,
@@ -16,6 +14,8 @@ from .errors import (
                      SecretRefusedError,
                      SessionClosedError,
 )
+from .facade.async_memory import AsyncMemory
+from .facade.memory import Memory
 from .models import AddResult, DailyNote, HistoryEntry, MemoryRecord, MemoryType, Message, Retrieval, SearchHit
 from .policy import Policy
 

@@ -34,12 +34,9 @@ _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)  # the
 _DROPPED = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 PAGE = 1000  # rows per request of a listing the client pages through (the server's bound on `limit`)
 
-_BY_CODE: dict[str, type[e.MemfoldError]] = {
-    "not_found": e.NotFoundError, "memory_off": e.MemoryOffError, "too_long": e.TooLongError,
-    "secret_refused": e.SecretRefusedError, "invalid_input": e.InvalidInputError, "invalid_setting": e.ConfigError,
-    "read_only": e.ReadOnlyWorkspaceError, "index_unavailable": e.MemoryIndexError,
-    "provider_timeout": e.ProviderTimeout, "provider_error": e.ProviderError, "body_too_large": e.TooLongError,
-    "unauthorized": e.AuthenticationError, "forbidden": e.PermissionDeniedError,
+_BY_CODE: dict[str, type[e.MemfoldError]] = {  # the error class of each code (errors.CODES), and the server's own
+    **{code: row.error for code, row in e.CODES.items() if row.error is not e.MemfoldError},
+    "body_too_large": e.LimitExceededError, "unauthorized": e.AuthenticationError, "forbidden": e.PermissionDeniedError,
 }
 
 
@@ -332,8 +329,8 @@ def _raise_for(response: httpx.Response) -> None:
         api = cls(message, response.status_code, code, field)
         api.problems = problems  # type: ignore[attr-defined]
         raise api
-    exc = cls(message, "no_match") if issubclass(cls, e.TextMatchError) else cls(message)
-    exc.status, exc.code, exc.field = response.status_code, code, field  # type: ignore[attr-defined]
+    exc = cls(message, code, field=field) if issubclass(cls, e.TextMatchError) else cls(message, field=field)
+    exc.status, exc.code = response.status_code, code  # type: ignore[attr-defined]
     exc.problems = problems  # type: ignore[attr-defined]  # a 422: every problem, as [{"field", "message"}]
     raise exc
 

@@ -1,7 +1,9 @@
 """Settings: where the workspace is and which providers to use.
 
 Sources, later wins: built-in defaults → ``<root>/config.toml`` (or ``config.json``) →
-environment variables ``MEMFOLD_<SECTION>__<KEY>`` → explicit arguments.
+environment variables ``MEMFOLD_<SECTION>__<KEY>`` → explicit arguments. The sources are read and
+merged by ``pydantic-settings`` (``_Sources``), each section validated by pydantic; an error names
+the key and the source its value came from (the last source that set it).
 """
 
 from __future__ import annotations
@@ -9,9 +11,22 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
+
+from pydantic import ConfigDict, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    JsonConfigSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
 
 from .errors import ConfigError
 from .policy import Policy
@@ -37,7 +52,7 @@ class IndexSettings:
     vector_exact_max: int = 20_000  # sqlite: above this many vectors per user, a two-stage (PCA) vector search
     record_cache: int = 4096  # sqlite: rows read by searches kept in process while the file is unchanged (0: off)
     # write-ahead mode: add() returns once the memory is in its file and the index (keyword-searchable);
-    # its vector follows from a background worker within write_ahead_delay_ms (engine/vector_worker.py)
+    # its vector follows from a background worker within write_ahead_delay_ms (engine/write/vector_worker.py)
     write_ahead: bool = False
     write_ahead_delay_ms: int = 200
     # postgres: connection pool (per process) and HNSW parameters (m, ef_construction: when the index is created)
@@ -108,6 +123,19 @@ class MaintenanceSettings:
 
 
 @dataclass(frozen=True)
+class RerankSettings:
+    """The opt-in quality stage of the read path (``memfold/rerank/``): off unless a backend is named."""
+
+    backend: str = "off"  # off | llm (an OpenAI-compatible chat endpoint) | endpoint (a /rerank endpoint)
+    url: str = ""  # llm: the base URL (…/v1); endpoint: the /rerank URL (…/rerank is added when missing)
+    model: str = ""
+    api_key_env: str = ""  # name of the environment variable holding the key ("" = no key sent)
+    candidates: int = 20  # the top N hits of a search that are re-ordered (2-100)
+    timeout_seconds: float = 10.0  # one call; past it the search keeps the incoming order
+    rewrite: bool = False  # split multi-part and time questions into sub-queries (an LLM call)
+
+
+@dataclass(frozen=True)
 class Settings:
     root: Path
     language: str = "en"  # en | zh: the MEMORY.md template of new workspaces
@@ -117,6 +145,7 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -130,7 +159,7 @@ class Settings:
 
 
 SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings,
-            "cache": CacheSettings, "maintenance": MaintenanceSettings}
+            "cache": CacheSettings, "maintenance": MaintenanceSettings, "rerank": RerankSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -155,41 +184,6 @@ def _folder(path: Path, what: str) -> Path:
     return path
 
 
-def _read_file(root: Path) -> tuple[dict[str, Any], str]:
-    toml_path, json_path = root / "config.toml", root / "config.json"
-    if toml_path.exists():
-        try:
-            return tomllib.loads(toml_path.read_text(encoding="utf-8")), str(toml_path)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{toml_path} is not valid TOML: {exc}") from exc
-    if json_path.exists():
-        try:
-            data = json.loads(json_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{json_path} is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{json_path} must hold a JSON object")
-        return data, str(json_path)
-    return {}, "defaults"
-
-
-def _env_values() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in os.environ.items():
-        if name == "MEMFOLD_LANGUAGE":
-            out["language"] = value
-            continue
-        if not name.startswith("MEMFOLD_") or name == "MEMFOLD_HOME" or "__" not in name:
-            continue
-        section, _, key = name[len("MEMFOLD_"):].lower().partition("__")
-        if section not in TOP_KEYS or section == "language":
-            if not name.startswith("MEMFOLD_TEST"):
-                raise ConfigError(f"environment variable {name}: unknown section {section!r}")
-            continue
-        out.setdefault(section, {})[key] = value
-    return out
-
-
 def a_or_an(word: str) -> str:
     """``word`` with its indefinite article: "an int", "a float"."""
     return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
@@ -199,85 +193,170 @@ def _env_name(section: str, key: str) -> str:
     return f"MEMFOLD_{section.upper()}__{key.upper()}"
 
 
-def _section(cls: type, values: Mapping[str, Any], where: str | Mapping[str, str]) -> Any:
-    """``where`` names the source of the values, or of each key (a key absent from the mapping: its "")."""
-    known = {f.name: f for f in fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for key, raw in values.items():
-        src = where if isinstance(where, str) else where.get(key, "")
-        if key not in known:
-            raise ConfigError(f"unknown setting {key!r} in {src}; known: {', '.join(known)}")
-        typ = known[key].type
-        tname = typ if isinstance(typ, str) else typ.__name__
+def _section_value(section: str, key: str, value: Any) -> Any:
+    """An environment variable's text as the setting's value: an empty value of a true/false
+    setting is false (as ``MEMFOLD_X=`` reads in a shell)."""
+    cls = SECTIONS.get(section)
+    types = {f.name: f.type for f in fields(cls)} if cls else {}
+    return "false" if value == "" and types.get(key) in ("bool", bool) else value
+
+
+class _Env(EnvSettingsSource):
+    """``MEMFOLD_<SECTION>__<KEY>`` (and ``MEMFOLD_LANGUAGE``), case-insensitive."""
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        return {k: ({kk: _section_value(k, kk, vv) for kk, vv in v.items()} if isinstance(v, dict) else v)
+                for k, v in data.items()}
+
+
+_FILES: ContextVar[tuple[Path, Path]] = ContextVar("memfold_config_files")
+
+
+def _file_source(settings_cls: type[BaseSettings]) -> tuple[PydanticBaseSettingsSource, str]:
+    """The workspace's settings file as a source (``config.toml``, else ``config.json``), and its name."""
+    toml_path, json_path = _FILES.get()
+    if toml_path.exists():
         try:
-            if tname == "bool":
-                kwargs[key] = _bool(raw)
-            elif tname == "int":
-                kwargs[key] = int(raw)
-            elif tname == "float":
-                kwargs[key] = float(raw)
-            else:
-                kwargs[key] = str(raw)
-        except (TypeError, ValueError):
-            raise ConfigError(f"setting {key!r} in {src} must be {a_or_an(tname)}, got {raw!r}") from None
-    return cls(**kwargs)
+            return TomlConfigSettingsSource(settings_cls, toml_file=toml_path), str(toml_path)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{toml_path} is not valid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{toml_path} is not UTF-8 text: {exc}") from exc
+    if json_path.exists():
+        try:
+            source = JsonConfigSettingsSource(settings_cls, json_file=json_path)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{json_path} is not valid JSON: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{json_path} is not UTF-8 text: {exc}") from exc
+        except (ValueError, TypeError, AttributeError):  # a list or a scalar: the source cannot merge it
+            raise ConfigError(f"{json_path} must hold a JSON object") from None
+        if not isinstance(source.json_data, dict):
+            raise ConfigError(f"{json_path} must hold a JSON object")
+        return source, str(json_path)
+    return InitSettingsSource(settings_cls, {}), "defaults"
 
 
-def _bool(raw: Any) -> bool:
-    """A TOML/JSON boolean, or its spelling in an environment variable."""
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off", ""):
-        return False
-    raise ValueError(raw)
+for _cls in SECTIONS.values():
+    # validated by pydantic: an unknown key is refused, a number where a text goes is that text
+    setattr(_cls, "__pydantic_config__", ConfigDict(extra="forbid", coerce_numbers_to_str=True))
+
+
+class _Sources(BaseSettings):
+    """What the sources may set: the top-level language, one table per section, the raw [memory]
+    policy block (validated by ``Policy``, key by key)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMFOLD_", env_nested_delimiter="__", case_sensitive=False,
+                                      extra="forbid")
+
+    language: str = "en"
+    embedder: EmbedderSettings = EmbedderSettings()
+    index: IndexSettings = IndexSettings()
+    llm: LLMSettings = LLMSettings()
+    server: ServerSettings = ServerSettings()
+    cache: CacheSettings = CacheSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
+    rerank: RerankSettings = RerankSettings()
+    memory: dict[str, Any] = {}
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _Env(settings_cls), _file_source(settings_cls)[0]  # the first wins
+
+
+def _unknown_env_sections() -> None:
+    """An environment variable ``MEMFOLD_<X>__<KEY>`` whose X is no section is a typo, not silence."""
+    for name in os.environ:
+        if not name.startswith("MEMFOLD_") or name == "MEMFOLD_HOME" or "__" not in name:
+            continue
+        section = name[len("MEMFOLD_"):].lower().partition("__")[0]
+        if (section not in TOP_KEYS or section == "language") and not name.startswith("MEMFOLD_TEST"):
+            raise ConfigError(f"environment variable {name}: unknown section {section!r}")
+
+
+def _origins(file_data: Mapping[str, Any], where: str, env: Mapping[str, Any], overrides: Mapping[str, Any]
+             ) -> dict[str, dict[str, str]]:
+    """Where the value of each key of each section came from (the last source that set it)."""
+    out: dict[str, dict[str, str]] = {}
+    for section in TOP_KEYS - {"language"}:
+        src: dict[str, str] = {}
+        for k in file_data.get(section) or {}:
+            src[k] = f"{where} [{section}]"
+        for k in env.get(section) or {}:
+            src[k] = f"environment variable {_env_name(section, k)}"
+        for k in overrides.get(section) or {}:
+            src[k] = f"the arguments [{section}]"
+        out[section] = src
+    return out
+
+
+def _config_error(exc: ValidationError, origins: Mapping[str, Mapping[str, str]]) -> ConfigError:
+    """The first problem pydantic found, as the message memfold gives: the key and its source."""
+    e = exc.errors(include_url=False)[0]
+    loc = [str(p) for p in e["loc"]]
+    section, key = (loc + ["", ""])[:2]
+    src = origins.get(section, {}).get(key, "")
+    cls = SECTIONS.get(section)
+    if cls is None:
+        return ConfigError(f"[{section}]: {e['msg']}")
+    known = {f.name: f for f in fields(cls)}
+    if key not in known:
+        return ConfigError(f"unknown setting {key!r} in {src}; known: {', '.join(known)}")
+    typ = known[key].type
+    tname = typ if isinstance(typ, str) else typ.__name__
+    return ConfigError(f"setting {key!r} in {src} must be {a_or_an(tname)}, got {e.get('input')!r}")
 
 
 def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
     """Build Settings for a workspace root. ``overrides`` may hold ``language``,
     ``embedder``/``index``/``llm`` (dicts) and ``memory`` (policy dict)."""
     path = resolve_root(root)
-    data, where = _read_file(path)
-    for key in data:
-        if key not in TOP_KEYS:
-            raise ConfigError(f"unknown section {key!r} in {where}; known: {', '.join(sorted(TOP_KEYS))}")
-    env = _env_values()
-    merged: dict[str, Any] = {}
-    sources: dict[str, dict[str, str]] = {}  # per section, where each key came from
-    for key in TOP_KEYS:
-        if key == "language":
-            continue
-        if not isinstance(data.get(key, {}), dict):
-            raise ConfigError(f"[{key}] in {where} must be a table")
-        block: dict[str, Any] = {}
-        src: dict[str, str] = {}
-        for layer, name in ((data.get(key) or {}, lambda k: f"{where} [{key}]"),
-                            (env.get(key, {}), lambda k: f"environment variable {_env_name(key, k)}"),
-                            (overrides.get(key) or {}, lambda k: f"the arguments [{key}]")):
-            for k, v in layer.items():
-                block[k] = v
-                src[k] = name(k)
-        merged[key], sources[key] = block, src
-    language = str(overrides.get("language") or env.get("language") or data.get("language") or "en")
-    if language not in ("en", "zh"):
-        lang_src = ("arguments" if overrides.get("language") else "environment variable MEMFOLD_LANGUAGE"
-                    if env.get("language") else where)
-        raise ConfigError(f"setting 'language' in {lang_src} must be 'en' or 'zh', got {language!r}")
-    llm = _section(LLMSettings, merged["llm"], sources["llm"])
+    token = _FILES.set((path / "config.toml", path / "config.json"))
+    try:
+        file_source, where = _file_source(_Sources)
+        data = file_source()
+        for key, value in data.items():
+            if key not in TOP_KEYS:
+                raise ConfigError(f"unknown section {key!r} in {where}; known: {', '.join(sorted(TOP_KEYS))}")
+            if key != "language" and not isinstance(value, dict):
+                raise ConfigError(f"[{key}] in {where} must be a table")
+        _unknown_env_sections()
+        try:
+            env = _Env(_Sources)()
+        except SettingsError as exc:
+            raise ConfigError(f"environment variables MEMFOLD_*: {exc}") from None
+        origins = _origins(data, where, env, overrides)
+        given = {k: v for k, v in overrides.items() if v is not None and (k != "language" or v)}
+        language = str(given.get("language") or env.get("language") or data.get("language") or "en")
+        if language not in ("en", "zh"):
+            lang_src = ("arguments" if given.get("language") else "environment variable MEMFOLD_LANGUAGE"
+                        if env.get("language") else where)
+            raise ConfigError(f"setting 'language' in {lang_src} must be 'en' or 'zh', got {language!r}")
+        try:
+            sources = _Sources(**given)
+        except ValidationError as exc:
+            raise _config_error(exc, origins) from None
+        except SettingsError as exc:
+            raise ConfigError(f"environment variables MEMFOLD_*: {exc}") from None
+    finally:
+        _FILES.reset(token)
     settings = Settings(
         root=path,
         language=language,
-        embedder=_section(EmbedderSettings, merged["embedder"], sources["embedder"]),
-        index=_section(IndexSettings, merged["index"], sources["index"]),
-        llm=_implied_provider(llm, sources["llm"]),
-        server=_section(ServerSettings, merged["server"], sources["server"]),
-        cache=_section(CacheSettings, merged["cache"], sources["cache"]),
-        maintenance=_maintenance(_section(MaintenanceSettings, merged["maintenance"], sources["maintenance"]),
-                                 sources["maintenance"]),
-        memory=merged["memory"],
-        memory_sources=sources["memory"],
+        embedder=sources.embedder,
+        index=sources.index,
+        llm=_implied_provider(sources.llm, origins["llm"]),
+        server=sources.server,
+        cache=sources.cache,
+        maintenance=_maintenance(sources.maintenance, origins["maintenance"]),
+        rerank=sources.rerank,
+        memory=sources.memory,
+        memory_sources=origins["memory"],
     )
     settings.base_policy()  # validate now, with the key's name in the error
     return settings

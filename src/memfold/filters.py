@@ -80,9 +80,13 @@ def parse(value: Any, name: str = "filters") -> Filter | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise InvalidInputError(f"{name} must be a JSON object (dict), got {type(value).__name__}")
+        raise InvalidInputError(f"{name} must be a JSON object (dict), got {type(value).__name__}", field=name)
     count = [0]
-    f = _node(value, name, 0, count)
+    try:
+        f = _node(value, name, 0, count)
+    except InvalidInputError as exc:  # every problem of a filter is the filter's
+        exc.field = exc.field or name
+        raise
     return None if isinstance(f, Logic) and f.op == "AND" and not f.parts else f
 
 

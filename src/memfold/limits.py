@@ -11,6 +11,7 @@ text is cut to ``[embedder] max_chars`` for its vector while the full text is ke
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,37 @@ MAX_ARGUMENT_CHARS = TOOL_ARGUMENTS.limit
 MAX_PATH_CHARS = TOOL_PATH.limit
 MAX_SECTION_CHARS = TOOL_SECTION.limit
 MAX_WRITE_LINES = WRITE_LINES.limit
+
+
+_SCHEMA_KEYWORD = {"characters": "maxLength", "results": "maximum", "messages": "maxItems", "ids": "maxItems",
+                   "steps": "maxItems", "tools": "maxItems"}
+
+
+def schema(bound: Bound, **extra: Any) -> dict[str, Any]:
+    """The JSON-schema keyword stating ``bound`` on a model's field (``json_schema_extra``): the
+    OpenAPI schema and the tools' schemas show the table's number, while the check itself (and its
+    message naming the field) stays in the guard every entry point goes through."""
+    key = _SCHEMA_KEYWORD.get(bound.unit)
+    return {**({key: bound.limit} if key else {}), **extra}
+
+
+# pydantic's error types of a failed bound, and the keyword of the bound in the error's context
+_PYDANTIC_BOUNDS = {"string_too_long": ("max_length", ("characters",)),
+                    "too_long": ("max_length", ("messages", "ids", "steps", "tools")),
+                    "less_than_equal": ("le", ("results",))}
+
+
+def problem_code(kind: str, context: Mapping[str, Any] | None = None) -> str:
+    """The error code of one problem a pydantic model found (the tools' inputs, the HTTP bodies):
+    ``limit_exceeded`` (or ``out_of_range``) when the constraint that failed is a bound of this table
+    (``kind`` is pydantic's error type, ``context`` its ``ctx``), else ``invalid_input``: the same
+    code the guard gives when it finds the same input over the same bound."""
+    keyword, units = _PYDANTIC_BOUNDS.get(kind, ("", ()))
+    limit = (context or {}).get(keyword)
+    for b in TABLE:
+        if b.limit == limit and b.unit in units:
+            return "limit_exceeded" if b.size_bound else "out_of_range"
+    return "invalid_input"
 
 
 def over(bound: Bound, size: int, what: str | None = None, field: str | None = None, hint: str = "") -> None:

@@ -152,7 +152,7 @@ class SearchHit:
     similarity: float
     keyword_score: float = 0.0
     vector_score: float = 0.0
-    relevance: float = 1.0  # calibrated, absolute (engine/relevance.py); hits below min_score are dropped
+    relevance: float = 1.0  # calibrated, absolute (engine/read/relevance.py); hits below min_score are dropped
     # search(related=True): the memories related to this one (relation, direction, strength, id, content)
     related: tuple[dict[str, Any], ...] | None = None
 

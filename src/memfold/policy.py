@@ -40,8 +40,8 @@ class Policy:
     keyword_feedback_weight: float = 0.3  # feedback for questions, cross-validated (docs/benchmarks.md; was 0.2); 0 = off
     query_speaker_mask: float = 1.0  # > 0: speakers the query names masked on the vector side (rank_speakers.py); cross-validated
     word_match_weight: float = 0.0  # soft word match by static word vectors (rank_wordvec.py, extra [wordvec]); 0 = off
-    session_key_weight: float = 0.0  # session keys (engine/rank_sessions.py), measured and left off (docs/benchmarks.md)
-    min_score: float = 0.15  # calibrated relevance (engine/relevance.py) a search hit needs; 0 = no floor
+    session_key_weight: float = 0.0  # session keys (engine/read/rank_sessions.py), measured and left off (docs/benchmarks.md)
+    min_score: float = 0.15  # calibrated relevance (engine/read/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
     backup_max_age_days: int = 30  # backups of MEMORY.md older than this are deleted (0 = no age limit)
     usage_max_entries: int = 1000  # searches kept in the usage record (query, time, ids); 0 = none recorded

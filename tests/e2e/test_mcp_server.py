@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from memfold import Memory
+from memfold.limits import MAX_QUERY_CHARS, MAX_TOOL_RESULTS
 from memfold.models import EPISODIC
 from memfold.tools import TOOLS, input_schema
 
@@ -82,17 +83,21 @@ async def _english_session(client: Any) -> dict[str, str]:
     assert not err and res["dry_run"] and len(res["forgotten"]) == 1
     err, res = await _call(client, "memory_forget", {"query_or_id": "Gazelle"})
     assert not err and res["forgotten"][0]["content"] == "My bike is a red Gazelle"
-    # error results the model can read; the server goes on
-    for name, args, code in (
-            ("memory_edit", {"path": "MEMORY.md", "old_text": "no such words", "new_text": "x"}, "no_match"),
-            ("memory_edit", {"path": "../bob/MEMORY.md", "old_text": "a", "new_text": "b"}, "path_refused"),
-            ("write_file", {"path": "notes.txt", "content": "hello"}, "path_refused"),
-            ("memory_search", {}, "invalid_argument"),
-            ("memory_search", {"query": "tea", "limit": "many"}, "invalid_argument"),
-            ("memory_forget", {"query_or_id": "zeppelin"}, "no_match"),
-            ("memory_fly", {}, "unknown_tool")):
+    # error results the model can read (the code and the field at fault); the server goes on
+    for name, args, code, field in (
+            ("memory_edit", {"path": "MEMORY.md", "old_text": "no such words", "new_text": "x"}, "no_match", None),
+            ("memory_edit", {"path": "../bob/MEMORY.md", "old_text": "a", "new_text": "b"}, "path_refused", None),
+            ("write_file", {"path": "notes.txt", "content": "hello"}, "path_refused", None),
+            ("memory_search", {}, "invalid_input", "query"),
+            ("memory_search", {"query": "tea", "limit": "many"}, "invalid_input", "limit"),
+            ("memory_search", {"query": "q" * (MAX_QUERY_CHARS + 1)}, "limit_exceeded", "query"),
+            ("memory_search", {"query": "tea", "limit": MAX_TOOL_RESULTS + 1}, "out_of_range", "limit"),
+            ("memory_relate", {"memory_id": "m-nosuchid"}, "not_found", "memory_id"),
+            ("memory_forget", {"query_or_id": "zeppelin"}, "no_match", None),
+            ("memory_fly", {}, "unknown_tool", "name")):
         err, res = await _call(client, name, args)
         assert err and res["error"]["code"] == code, (name, res)
+        assert field is None or res["error"]["field"] == field, (name, res)
     return ids
 
 
@@ -159,8 +164,10 @@ def test_stdio_server_tools_files_index_and_isolation(tmp_path: Path, embedder) 
             assert [str(r.uri) for r in resources] == [URI]
             text = (await alice.read_resource(URI)).contents[0].text
             assert "I like jasmine tea" in text and "Clara" in text and "mf:" not in text
-            with pytest.raises(mcp.MCPError, match="no resource"):
+            with pytest.raises(mcp.MCPError, match="no resource") as refused:
                 await alice.read_resource("memfold://memory/../bob/MEMORY.md")
+            assert refused.value.error.code == -32002  # the MCP code of errors.CODES["not_found"]
+            assert refused.value.error.data == {"code": "not_found", "field": "uri"}
             return ids
 
     ids = anyio.run(main)
@@ -276,7 +283,7 @@ def test_a_running_server_compresses_a_due_namespace_in_the_background(tmp_path:
     ``[maintenance] background = false`` the same server changes nothing."""
     from datetime import datetime, timedelta, timezone
 
-    from memfold.engine.records import new_id
+    from memfold.engine.storage.records import new_id
     from memfold.models import MemoryRecord, MemoryType
 
     root = tmp_path / "ws"

@@ -38,5 +38,5 @@ def test_the_readme_openai_loop_runs(tmp_path: Path, llm_server: ScriptedOpenAIS
     reqs = llm_server.chat_requests()
     assert len(reqs) == 3 and all(len(r["body"]["tools"]) == len(TOOLS) for r in reqs)
     errors = [json.loads(m["content"]) for m in reqs[1]["body"]["messages"] if m["role"] == "tool"]
-    assert errors[0]["error"]["code"] == "invalid_argument"  # the broken call was answered, the loop went on
+    assert errors[0]["error"]["code"] == "invalid_input"  # the broken call was answered, the loop went on
     assert "memory_append" in reqs[0]["body"]["messages"][0]["content"]  # the instructions name the tools

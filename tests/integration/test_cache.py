@@ -34,7 +34,7 @@ def _settings(root: Path, index: dict | None, cache: dict) -> object:
 
 
 # the counts below are of one keyword and one vector search per query: keyword feedback (a second
-# keyword search for a question, engine/rank_keywords.py) is off here
+# keyword search for a question, engine/read/rank_keywords.py) is off here
 ONE_KEYWORD_SEARCH = {"keyword_feedback_weight": 0.0}
 
 

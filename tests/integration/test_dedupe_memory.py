@@ -8,8 +8,8 @@ import tracemalloc
 import numpy as np
 
 from memfold import Memory
-from memfold.engine import dedupe
-from memfold.engine.dedupe import Candidate, Neighbours, Origin, RuleDecider
+from memfold.engine.write import dedupe
+from memfold.engine.write.dedupe import Candidate, Neighbours, Origin, RuleDecider
 from memfold.models import EPISODIC, MemoryRecord, MemoryType, utcnow
 
 

@@ -35,9 +35,9 @@ def holders(root: Path, *words: str) -> list[str]:
 
 def cut_snapshot(mem: Memory, user_id: str) -> Path:
     """What a process closing a big namespace leaves in index.db.cache/ (index/snapshot.py)."""
-    ss = mem.index._search
+    ss = mem.index.inner._search
     m, k = ss.matrix(user_id), ss.keyword_index(user_id)
-    path = snapshot.path_for(mem.index.path, user_id)
+    path = snapshot.path_for(mem.index.inner.path, user_id)
     snapshot.save(path, instance=ss.instance, seq=m.seq, user_id=user_id, vectors=m, keywords=k)
     return path
 
@@ -133,7 +133,7 @@ def insecure_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_sqlite_connections_delete_securely(insecure_sqlite: None, root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     mem = Memory(root=root, embedder=embedder)
-    assert mem.index._db.execute("PRAGMA secure_delete").fetchone()[0] == 1
+    assert mem.index.inner._db.execute("PRAGMA secure_delete").fetchone()[0] == 1
     mem.close()
 
 
@@ -216,7 +216,7 @@ def test_wal_and_free_pages_hold_no_deleted_text(insecure_sqlite: None, root: Pa
     wal = root / "index.db-wal"
     assert not wal.exists() or b"Glimmerdax" not in wal.read_bytes()
     assert b"Glimmerdax" not in (root / "index.db").read_bytes()
-    assert mem.index._db.execute("PRAGMA freelist_count").fetchone()[0] > 0  # the rows' pages were freed
+    assert mem.index.inner._db.execute("PRAGMA freelist_count").fetchone()[0] > 0  # the rows' pages were freed
     mem.close()
 
 

@@ -261,7 +261,7 @@ def test_sqlite_errors_inside_a_write_are_memfold_errors(mem: Memory, root: Path
     mem.add("I like green tea", "alice")
     blocker = sqlite3.connect(root / "index.db", timeout=0)
     blocker.execute("PRAGMA busy_timeout=0")
-    mem.index._db.execute("PRAGMA busy_timeout=0")
+    mem.index.inner._db.execute("PRAGMA busy_timeout=0")
     blocker.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(MemfoldError, match="database is locked"):

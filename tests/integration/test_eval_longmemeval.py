@@ -151,7 +151,7 @@ def test_cli_table_and_json(tmp_path: Path) -> None:
 
 def test_a_turn_quotes_only_the_start_of_a_long_reply(tmp_path: Path) -> None:
     from memfold import Memory
-    from memfold.engine.write import QUOTED_REPLY_CHARS
+    from memfold.engine.write.write import QUOTED_REPLY_CHARS
 
     reply = "Here are ten ideas for your garden. " + " ".join(f"Idea {i}: plant more herbs." for i in range(300))
     with Memory(root=tmp_path / "ws", embedder=HashEmbedder()) as m:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from memfold import Memory
-from memfold.engine.read import adjustment, is_question, query_vector
+from memfold.engine.read.read import adjustment, is_question, query_vector
 from memfold.models import MemoryRecord, MemoryType, utcnow
 from memfold.policy import Policy
 from memfold.text.terms import terms

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from memfold import Memory
-from memfold.engine import records as rec
+from memfold.engine.storage import records as rec
 from memfold.errors import MemoryIndexError
 from memfold.text.terms import fts_document, keyword_text
 
@@ -21,7 +21,7 @@ TURNS = ["Anna moved to Lisbon in March.", "ΟΔΟΣ Σ and the café ﬁle", "�
 
 
 def _rows(mem: Memory, user: str) -> list[tuple]:
-    db = sqlite3.connect(mem.index.path)
+    db = sqlite3.connect(mem.index.inner.path)
     try:
         return db.execute("SELECT id, content, context, terms, source_ids, embedding IS NOT NULL FROM memories "
                           "WHERE user_id = ? ORDER BY rowid", (user,)).fetchall()

@@ -1,5 +1,5 @@
 """Issue 10 §5: one bad line or argument must not lock a user out; every public entry point checks
-its arguments (engine/guard.py) and raises InvalidInputError naming the argument."""
+its arguments (engine/storage/guard.py) and raises InvalidInputError naming the argument."""
 
 from __future__ import annotations
 

@@ -80,10 +80,10 @@ def test_tools_read_the_same_table_and_name_the_field(mem: Memory) -> None:
     got = call(mem, "memory_search", {"query": "bike", "limit": L.MAX_TOOL_RESULTS + 1}, user_id="alice")
     assert got["ok"] is False and got["error"]["field"] == "limit"
     got = call(mem, "memory_search", "x" * (L.MAX_ARGUMENT_CHARS + 1), user_id="alice")
-    assert got["error"] == {"code": "too_long", "message": got["error"]["message"], "field": "arguments"}
+    assert got["error"] == {"code": "limit_exceeded", "message": got["error"]["message"], "field": "arguments"}
     many = "\n".join(f"- fact number {i} about kites" for i in range(L.MAX_WRITE_LINES + 1))
     got = call(mem, "write_file", {"path": "MEMORY.md", "content": many}, user_id="alice")
-    assert got["error"]["code"] == "too_long" and got["error"]["field"] == "content"
+    assert got["error"]["code"] == "limit_exceeded" and got["error"]["field"] == "content"
     assert f"{L.MAX_WRITE_LINES:,}" in got["error"]["message"]
     assert mem.get_all("alice") == []
 

@@ -14,7 +14,7 @@ from typing import Any
 from memfold import Memory
 from memfold.cli.common import Runtime
 from memfold.config import load_settings
-from memfold.engine.records import new_id
+from memfold.engine.storage.records import new_id
 from memfold.models import MemoryRecord, MemoryType
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)

@@ -32,7 +32,7 @@ def llm_memory(root: Path, server, embedder, **policy: Any) -> Memory:  # type: 
 
 def record(user: str, content: str, days_ago: int, mtype: MemoryType = MemoryType.FACT, **kw: Any) -> dict[str, Any]:
     at = NOW - timedelta(days=days_ago)
-    from memfold.engine.records import new_id
+    from memfold.engine.storage.records import new_id
 
     return MemoryRecord(id=new_id(), user_id=user, memory_type=mtype, content=content, created_at=at, updated_at=at,
                         **kw).to_dict()

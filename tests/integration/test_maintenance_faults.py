@@ -26,7 +26,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from memfold import Memory
     from memfold.config import load_settings
-    from memfold.engine.store import UserStore
+    from memfold.engine.storage.store import UserStore
     from memfold.providers.embedder import UseEmbedder
 
     root, base_url, where = sys.argv[1], sys.argv[2], sys.argv[3]

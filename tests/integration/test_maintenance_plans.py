@@ -120,7 +120,7 @@ def test_an_english_archive_of_a_chinese_user_is_reworded_at_the_next_tidy(mem: 
 
 def test_archive_lines_made_in_english_are_written_in_the_users_language(mem: Memory, root: Path):
     """Whatever closes a todo hands archive.md its line; a Chinese user's file gets it in Chinese."""
-    from memfold.maintenance.apply import _append_archive
+    from memfold.engine.storage.changes import _append_archive
 
     mem.init("li", "zh")
     todo = mem.add("[x] 交房租", "li", memory_type="todo").added[0]

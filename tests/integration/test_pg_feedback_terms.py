@@ -1,4 +1,4 @@
-"""The keyword feedback of a PostgreSQL search (``engine/rank_keywords.py``) reads the best hits'
+"""The keyword feedback of a PostgreSQL search (``engine/read/rank_keywords.py``) reads the best hits'
 terms from the process's keyword index of the namespace (``PostgresIndex.doc_terms``), as the
 SQLite index answers it, instead of tokenising their text again: the same terms, the same answers."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memfold.engine import rank_keywords
-from memfold.engine.rank_keywords import doc_terms
-from memfold.engine.records import index_text
+from memfold.engine.read import rank_keywords
+from memfold.engine.read.rank_keywords import doc_terms
+from memfold.engine.storage.records import index_text
 from memfold.index.pg_scope import PgSearchScope
 
 from .test_pg_search_scope import FACTS, NOW, QUERIES, _answers, _mem

@@ -14,7 +14,7 @@ import pytest
 
 from memfold import Memory
 from memfold.config import load_settings
-from memfold.engine.rank_speakers import may_name_someone
+from memfold.engine.read.rank_speakers import may_name_someone
 from memfold.index.base import IndexItem
 from memfold.index.pg_pool import PgOptions
 from memfold.index.pg_scope import PgSearchScope

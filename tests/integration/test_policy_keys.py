@@ -18,7 +18,7 @@ import pytest
 
 from memfold import Memory
 from memfold.config import load_settings
-from memfold.engine.context import MESSAGE_OVERHEAD
+from memfold.engine.conversation.context import MESSAGE_OVERHEAD
 from memfold.maintenance.evolution import EVOLVE_EVERY
 from memfold.models import utcnow
 from memfold.policy import Policy, policy_keys

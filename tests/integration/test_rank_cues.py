@@ -1,4 +1,4 @@
-"""Query cues in the read path (engine/rank_cues.py) through ``Memory.search``: a time expression
+"""Query cues in the read path (engine/read/rank_cues.py) through ``Memory.search``: a time expression
 in the query favours memories dated inside it, the query's names favour memories that hold them,
 and diversity stops near-copies from filling the top. Each key at 0 leaves the ranking as it was."""
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import memfold.engine.records as records
-import memfold.engine.write as write
+import memfold.engine.storage.records as records
+import memfold.engine.write.write as write
 from memfold import Memory
-from memfold.engine.rank_keywords import add_scores
-from memfold.engine.read import fuse
+from memfold.engine.read.rank_keywords import add_scores
+from memfold.engine.read.read import fuse
 
 from ..support.hash_embedder import HashEmbedder
 

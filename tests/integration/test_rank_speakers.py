@@ -1,4 +1,4 @@
-"""``query_speaker_mask`` (engine/rank_speakers.py): the vector side embeds a question with the
+"""``query_speaker_mask`` (engine/read/rank_speakers.py): the vector side embeds a question with the
 speakers it names replaced by "they", so the other speaker's turns that address them by name stop
 outranking the speaker's own turns."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memfold import Memory
-from memfold.engine.rank_speakers import masked_query, may_name_someone, named_speakers
+from memfold.engine.read.rank_speakers import masked_query, may_name_someone, named_speakers
 from memfold.models import MemoryRecord, MemoryType, utcnow
 from memfold.text.terms import terms
 

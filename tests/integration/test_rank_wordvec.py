@@ -1,4 +1,4 @@
-"""``word_match_weight`` (engine/rank_wordvec.py): a question's words matched softly, through the
+"""``word_match_weight`` (engine/read/rank_wordvec.py): a question's words matched softly, through the
 static word vectors of the optional ``memfold[wordvec]`` extra (WordLlama's bundled table), against
 each candidate's words, so a memory that says the same thing in other words moves up."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from memfold import Memory
 from memfold.config import load_settings
-from memfold.engine import rank_wordvec
-from memfold.engine.rank_wordvec import (
+from memfold.engine.read import rank_wordvec
+from memfold.engine.read.rank_wordvec import (
     TERM_CACHE,
     TEXT_CACHE,
     WordVectors,

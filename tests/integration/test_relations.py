@@ -67,7 +67,7 @@ def test_bad_relations_are_refused_and_nothing_is_stored(mem: Memory) -> None:
     with pytest.raises(NotFoundError):  # another namespace's memory cannot be related to
         mem.relate(home, office, "supports", "bob")
     res = call(mem, "memory_relate", {"action": "add", "memory_id": home, "other_id": office}, user_id="alice")
-    assert res["error"]["code"] == "invalid_argument" and "relation" in res["error"]["message"]
+    assert res["error"]["code"] == "invalid_input" and "relation" in res["error"]["message"]
     assert mem.relations(home, "alice") == []
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from memfold import Memory
-from memfold.engine.relevance import coverage, relevance
+from memfold.engine.read.relevance import coverage, relevance
 
 from ..conftest import run_cli
 

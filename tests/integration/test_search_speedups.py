@@ -14,6 +14,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from memfold import Memory
+from memfold.index.base import DocTerms, TermsHeld, capability
 from memfold.index.keywords import KeywordIndex
 from memfold.index.rows import RECORD_FIELDS, record_from_row
 from memfold.index.sqlite_search import SqliteTermReads
@@ -70,7 +71,9 @@ def test_search_with_index_terms_ranks_as_tokenising_does(tmp_path: Path, monkey
         monkeypatch.setattr(SqliteTermReads, "terms_held", counted)
         fast = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
         assert sum(calls) > 0  # the index answered for its rows
-        monkeypatch.delattr(SqliteTermReads, "terms_held")  # the long way: every hit's text tokenised
+    monkeypatch.delattr(SqliteTermReads, "terms_held")  # the long way: every hit's text tokenised
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder(), policy={"min_score": 0.2}) as m:
+        assert capability(m.index, TermsHeld) is None  # the cache in front claims only what the index has
         slow = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
     assert fast == slow
     assert any(hits for hits, _ in fast.values()) and fast["xyzzy"][0] == []
@@ -96,7 +99,9 @@ def test_keyword_feedback_with_index_terms_ranks_as_tokenising_does(tmp_path: Pa
         monkeypatch.setattr(SqliteTermReads, "doc_terms", counted)
         fast = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
         assert sum(held) > 0
-        monkeypatch.delattr(SqliteTermReads, "doc_terms")  # the long way: every feedback row read and tokenised
+    monkeypatch.delattr(SqliteTermReads, "doc_terms")  # the long way: every feedback row read and tokenised
+    with Memory(root=tmp_path / "ws", embedder=HashEmbedder(), policy={"keyword_feedback_weight": 0.3}) as m:
+        assert capability(m.index, DocTerms) is None  # the cache in front claims only what the index has
         slow = {q: (_ranked(m, q), _ranked(m, q, include_archived=True)) for q in queries}
     assert fast == slow
 
@@ -212,7 +217,7 @@ def test_returned_hits_are_the_callers_own_while_candidates_are_shared(tmp_path:
 def test_feedback_terms_are_the_formula() -> None:
     """``feedback_terms`` (counts, idf and sort written with fewer operations) gives the terms, in the
     order, that the formula gives term by term: share / rank × ln(1 + pool / df), best first, ties by term."""
-    from memfold.engine.rank_keywords import feedback_terms
+    from memfold.engine.read.rank_keywords import feedback_terms
 
     rng = random.Random(8)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memfold import ConfigError, InvalidInputError, Memory
-from memfold.engine.session import NOTICE
+from memfold.engine.conversation.session import NOTICE
 from memfold.text.tokens import count_tokens
 
 from ..conftest import run_cli

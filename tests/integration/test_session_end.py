@@ -13,7 +13,7 @@ import pytest
 
 from memfold import Memory
 from memfold.config import load_settings
-from memfold.engine.session_end import DONE
+from memfold.engine.conversation.session_end import DONE
 from memfold.errors import SessionClosedError
 from memfold.models import EPISODIC, utcnow
 
@@ -144,8 +144,8 @@ def test_an_abandoned_session_is_ended_when_another_one_opens(root: Path, embedd
 
 
 def test_the_sweep_is_bounded_and_goes_on_where_it_stopped(mem: Memory, root: Path, monkeypatch) -> None:
-    from memfold.engine import session_end
-    from memfold.engine.ports import SessionPorts
+    from memfold.engine.conversation import session_end
+    from memfold.engine.conversation.ports import SessionPorts
 
     for n in range(5):
         mem.session(f"s{n}", "ivy").add_message("user", f"Remember that drawer {n} holds spoon {n + 10}")

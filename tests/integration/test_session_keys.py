@@ -1,4 +1,4 @@
-"""Session keys (engine/rank_sessions.py, ``session_key_weight``): a question matching a session as a
+"""Session keys (engine/read/rank_sessions.py, ``session_key_weight``): a question matching a session as a
 whole brings in a turn of it that shares no word with the question and is not a candidate otherwise."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memfold import Memory
-from memfold.engine import rank_sessions
+from memfold.engine.read import rank_sessions
 
 from ..support.hash_embedder import HashEmbedder
 

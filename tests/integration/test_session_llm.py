@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memfold import Memory
 from memfold.config import LLMSettings
-from memfold.engine.session import NOTICE
+from memfold.engine.conversation.session import NOTICE
 from memfold.providers.chat import make_chat_model
 
 from ..conftest import run_cli

@@ -55,9 +55,9 @@ def test_a_skill_saved_through_the_tool_is_found_and_shown_for_a_matching_task(m
 
     tea = mem.search("tea", "alice")[0].record
     bad = call(mem, "skill_success", {"memory_id": tea.id}, user_id="alice")
-    assert bad["error"]["code"] == "invalid_argument" and "not a skill" in bad["error"]["message"]
+    assert bad["error"]["code"] == "invalid_input" and "not a skill" in bad["error"]["message"]
     bad = call(mem, "save_memory", {"content": "I like tea", "memory_type": "fact", "steps": ["x"]}, user_id="alice")
-    assert bad["error"]["code"] == "invalid_argument" and "only a skill" in bad["error"]["message"]
+    assert bad["error"]["code"] == "invalid_input" and "only a skill" in bad["error"]["message"]
 
 
 def test_a_chinese_skill_is_found_and_shown_for_a_chinese_task(mem: Memory, root: Path) -> None:
@@ -105,7 +105,7 @@ def test_skill_fields_are_bounded_before_anything_is_stored(mem: Memory) -> None
     with pytest.raises(InvalidInputError, match="needs a name"):
         mem.add_skill("   ", "alice")
     got = call(mem, "save_memory", {"content": "s", "memory_type": "skill", "tools": ["t"] * 21}, user_id="alice")
-    assert got["error"]["code"] in ("too_long", "invalid_argument") and got["error"]["field"] == "tools"
+    assert got["error"]["code"] in ("limit_exceeded", "invalid_input") and got["error"]["field"] == "tools"
     assert mem.get_all("alice") == []
 
 

@@ -153,7 +153,7 @@ def test_soak_mixed_calls_from_threads_stay_bounded(root, embedder, small_thresh
 
     def sizes() -> dict[str, int]:
         """Bytes held by the open sessions, by the search structures, and by the rest of the Memory."""
-        search = mem.index._search
+        search = mem.index.inner._search
         return {"sessions": deep_size(open_sessions, skip=(embedder, mem, mem.index)),
                 "search structures": deep_size(search),
                 "rest of the Memory": deep_size(mem, skip=(embedder, search, mem.index.cache, mem.index.answers)),

@@ -89,7 +89,7 @@ def test_an_index_with_old_terms_is_rebuilt_when_opened(root: Path, embedder) ->
         mem.add(LISBON, "u", infer=False)
         mem.add("Old news", "u", infer=False)
         mem.forget(mem.add("an archived line about moving", "u", infer=False).added[0].id, "u")
-        path = mem.index.path
+        path = mem.index.inner.path
     _age_sqlite(path)
     with Memory(root=root, embedder=embedder) as mem:
         assert _found(mem, "where did I move?", "u") == [LISBON]
@@ -102,7 +102,7 @@ def test_an_index_with_old_terms_is_rebuilt_when_opened(root: Path, embedder) ->
 def test_two_processes_opening_an_old_index_rebuild_it_once(root: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     with Memory(root=root, embedder=embedder) as mem:
         mem.add(LISBON, "u", infer=False)
-        path, dim, name = mem.index.path, mem.index.dim, embedder.name
+        path, dim, name = mem.index.inner.path, mem.index.dim, embedder.name
     _age_sqlite(path)
     db = sqlite3.connect(path)
     seq = int(db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
@@ -162,12 +162,12 @@ def test_the_rebuild_reports_progress_on_big_indexes(tmp_path: Path, capsys: pyt
 
 def test_migrating_an_old_index_to_postgres_makes_its_terms_again(root: Path, pg_dsn: str,
                                                                   embedder) -> None:  # type: ignore[no-untyped-def]
-    from memfold.engine.admin import migrate
+    from memfold.facade.admin import migrate
     from memfold.index.postgres import PostgresIndex
 
     with Memory(root=root, embedder=embedder) as mem:
         mem.add(LISBON, "u", infer=False)
-        path, dim = mem.index.path, mem.index.dim
+        path, dim = mem.index.inner.path, mem.index.dim
     _age_sqlite(path)  # the copy reads the file as it is, without opening (and rebuilding) it
     migrate(load_settings(root), "postgres", pg_dsn)
     ix = PostgresIndex(pg_dsn, dim=dim, embedder_name=embedder.name)
@@ -200,7 +200,7 @@ def test_a_result_cached_before_the_rebuild_is_not_served_after(root: Path, embe
     settings = load_settings(root, cache={"backend": "redis", "url": redis_server.url})
     with Memory(settings=settings, embedder=embedder) as mem:
         mem.add(LISBON, "u", infer=False)
-        path = mem.index.path
+        path = mem.index.inner.path
     _age_sqlite(path)
     with monkeypatch.context() as m:
         m.setattr(terms_version, "refresh_sqlite", lambda db, path: 0)  # an old memfold: reads the old terms

@@ -177,14 +177,14 @@ BAD_ARGUMENTS = {
 def test_bad_arguments_give_an_error_result_naming_the_argument(hm: Memory, name: str):
     assert set(BAD_ARGUMENTS) == set(TOOLS)
     for args in BAD_ARGUMENTS[name]:
-        msg = _err(call(hm, name, args, user_id="alice"), "invalid_argument")
+        msg = _err(call(hm, name, args, user_id="alice"), "invalid_input")
         assert msg.startswith(name) and "argument '" in msg, msg
-    msg = _err(call(hm, name, {**(BAD_ARGUMENTS[name][0]), "bogus": 1}, user_id="alice"), "invalid_argument")
+    msg = _err(call(hm, name, {**(BAD_ARGUMENTS[name][0]), "bogus": 1}, user_id="alice"), "invalid_input")
     assert "unknown argument 'bogus'" in msg
     for raw in ("{not json", "[1, 2]", "42"):
-        _err(call(hm, name, raw, user_id="alice"), "invalid_argument")
-    _err(call(hm, name, "x" * 100_001, user_id="alice"), "too_long")
-    _err(call(hm, name, {}, user_id="../bob"), "invalid_argument")
+        _err(call(hm, name, raw, user_id="alice"), "invalid_input")
+    _err(call(hm, name, "x" * 100_001, user_id="alice"), "limit_exceeded")
+    _err(call(hm, name, {}, user_id="../bob"), "invalid_input")
 
 
 def test_unknown_tool_oversized_text_secret_and_no_match(hm: Memory):
@@ -197,9 +197,9 @@ def test_unknown_tool_oversized_text_secret_and_no_match(hm: Memory):
                        ("memory_edit", {"path": "MEMORY.md", "old_text": "y", "new_text": big}),
                        ("write_file", {"path": "MEMORY.md", "content": big}),
                        ("memory_search", {"query": "q" * 10_001}), ("memory_forget", {"query_or_id": "q" * 10_001})):
-        assert "at most" in _err(call(hm, name, args, user_id="alice"), "too_long")
+        assert "at most" in _err(call(hm, name, args, user_id="alice"), "limit_exceeded")
     many = "\n".join(f"- fact number {i} about the garden" for i in range(51))
-    _err(call(hm, "write_file", {"path": "MEMORY.md", "content": many}, user_id="alice"), "too_long")
+    _err(call(hm, "write_file", {"path": "MEMORY.md", "content": many}, user_id="alice"), "limit_exceeded")
     secret = "my password is hunter2xyz!"
     for name, args in (("memory_append", {"content": secret}), ("save_memory", {"content": secret, "memory_type": "fact"}),
                        ("memory_append", {"content": secret, "slot": "today"}),
@@ -220,9 +220,9 @@ def test_unknown_tool_oversized_text_secret_and_no_match(hm: Memory):
     line = next(ln for ln in (hm.workspace.root / "alice" / "MEMORY.md").read_text().splitlines() if "cake" in ln)
     half = line[line.index("<!--"): line.index("<!--") + 12]
     assert "id comment" in _err(call(hm, "memory_edit", {**edit, "old_text": "cake " + half}, user_id="alice"),
-                                "invalid_argument")
+                                "invalid_input")
     forged = {**edit, "old_text": "tea and", "new_text": "tea <!-- mf:abcdefgh --> and"}
-    _err(call(hm, "memory_edit", forged, user_id="alice"), "invalid_argument")
+    _err(call(hm, "memory_edit", forged, user_id="alice"), "invalid_input")
     redacted = _ok(call(hm, "memory_edit", {**edit, "old_text": "cake", "new_text": "cake, card 4111 1111 1111 1111"},
                         user_id="alice"))
     assert redacted["redacted"] and "4111" not in (hm.workspace.root / "alice" / "MEMORY.md").read_text()

@@ -74,7 +74,7 @@ def test_malformed_tool_calls_get_error_results_and_the_loop_goes_on(hm: Memory,
     turn = MemoryAgent(_chat(llm_server), tools).run([{"role": "user", "content": "remember: jasmine tea"}])
     assert turn.text == "Saved."
     codes = [c.result["ok"] or c.result["error"]["code"] for c in turn.calls]
-    assert codes == ["invalid_argument", "unknown_tool", "path_refused", "invalid_argument", "unknown_tool", True]
+    assert codes == ["invalid_input", "unknown_tool", "path_refused", "invalid_input", "unknown_tool", True]
     assert "memory_type" in turn.calls[3].result["error"]["message"]
     second = llm_server.chat_requests()[1]
     assert [r["ok"] for r in _tool_messages(second)] == [False] * 5  # the model read every error

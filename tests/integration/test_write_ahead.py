@@ -111,7 +111,7 @@ def test_write_ahead_settings_are_checked(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_a_row_waiting_for_its_vector_waits_in_a_migrated_copy(tmp_path: Path, pg_dsn: str) -> None:
-    from memfold.engine import admin
+    from memfold.facade import admin
 
     emb = HashEmbedder()
     root = tmp_path / "ws"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 import memfold
-from memfold.engine.session import Session
+from memfold.engine.conversation.session import Session
 
 
 def test_the_public_api_is_declared_once_and_importable():

@@ -1,4 +1,4 @@
-"""The pure dedupe planner (``engine/dedupe.py``) with both deciders: the rule (newest wins)
+"""The pure dedupe planner (``engine/write/dedupe.py``) with both deciders: the rule (newest wins)
 and the LLM decider against the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 import numpy as np
 
 from memfold.config import LLMSettings
-from memfold.engine import dedupe
-from memfold.engine.dedupe import Absorb, Candidate, KeepBoth, Merge, Neighbours, Origin, Replace, Verdict
-from memfold.engine.llm_calls import LLMCalls
-from memfold.engine.merge import LlmDecider
+from memfold.engine.llm.llm_calls import LLMCalls
+from memfold.engine.write import dedupe
+from memfold.engine.write.dedupe import Absorb, Candidate, KeepBoth, Merge, Neighbours, Origin, Replace, Verdict
+from memfold.engine.write.merge import LlmDecider
 from memfold.models import EPISODIC, MemoryRecord, MemoryType
 from memfold.providers.chat import make_chat_model
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from memfold.engine.rank_neighbours import (
+from memfold.engine.read.rank_neighbours import (
     NEIGHBOUR_WEIGHT,
     answers_a_question,
     borrowed_only,

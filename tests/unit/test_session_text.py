@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memfold import prompts
-from memfold.engine.pin import PinList
-from memfold.engine.summarizer import SessionSummarizer, summary_budget
+from memfold.engine.conversation.summarizer import SessionSummarizer, summary_budget
+from memfold.engine.storage.pin import PinList
 from memfold.text.capacity import MARKERS, cap_text
 from memfold.text.tokens import count_tokens
 

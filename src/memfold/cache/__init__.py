@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from ..index.base import ChangeCounter, capability
 from .backends import SKIP, CacheBackend, LocalCache, RedisCache, TieredCache
 from .index import CachedIndex
 from .queries import CachedQueryEmbedder
@@ -41,7 +42,7 @@ def make_backend(settings: "CacheSettings") -> CacheBackend | None:
 def cached(index: Any, settings: "CacheSettings") -> Any:
     """``index`` behind the configured cache; unchanged when the cache is off or the index keeps no
     change counter (a backend of one's own). Bad settings close ``index`` (it was opened for this)."""
-    if not callable(getattr(index, "change_counter", None)):
+    if capability(index, ChangeCounter) is None:
         return index
     try:
         backend = make_backend(settings)

@@ -20,7 +20,7 @@ from ..errors import NoWorkspaceError
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..engine.memory import Memory
+    from ..facade.memory import Memory
 
 out = Console(soft_wrap=True, markup=False)  # memory text like "[x]" is shown as written
 err = Console(stderr=True, soft_wrap=True, markup=False)
@@ -48,7 +48,7 @@ class Runtime:
         is created, and where is said on standard error (``announce``)."""
         if self._memory is None:
             from ..config import resolve_root
-            from ..engine.memory import Memory
+            from ..facade.memory import Memory
             from ..workspace.userspace import Workspace
 
             fresh = not Workspace(resolve_root(self.root)).exists

@@ -14,8 +14,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .common import Json, err, out, print_json, runtime
+from .eval_qa_cmd import (
+    AGENTIC_HELP,
+    BASELINE_HELP,
+    JUDGE_HELP,
+    JUDGE_MODEL_HELP,
+    KEY_HELP,
+    LLM_HELP,
+    MODEL_HELP,
+    QA_HELP,
+    STEPS_HELP,
+    TIMEOUT_HELP,
+    qa_options,
+    run_qa_cli,
+)
 
-eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval quality on public benchmarks (no LLM needed).")
+eval_app = typer.Typer(no_args_is_help=True, help="Measure retrieval quality on public benchmarks (no LLM needed); "
+                       "answer accuracy with --qa and an OpenAI-compatible endpoint.")
 
 
 class BarProgress:
@@ -162,8 +177,28 @@ def eval_locomo(ctx: typer.Context,
                 as_json: Json = False,
                 baselines: bool = typer.Option(False, "--baselines", help=_BASE_HELP),
                 no_extract: bool = typer.Option(False, "--no-extract", help=_NOX_HELP),
-                vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP)) -> None:
-    """LoCoMo evidence recall: ingest each conversation, ask every question, score the turn ids found."""
+                vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP),
+                limit: Optional[int] = typer.Option(None, "--limit", min=1,
+                                                    help="With --qa: only the first N scored questions."),
+                qa: bool = typer.Option(False, "--qa", help=QA_HELP),
+                llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
+                model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
+                judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
+                judge_model: Optional[str] = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+                api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=KEY_HELP),
+                agentic: bool = typer.Option(False, "--agentic", help=AGENTIC_HELP),
+                max_steps: int = typer.Option(4, "--max-steps", min=1, max=20, help=STEPS_HELP),
+                baseline: Optional[str] = typer.Option(None, "--baseline", help=BASELINE_HELP),
+                llm_timeout: float = typer.Option(60.0, "--llm-timeout", min=1.0, max=600.0, help=TIMEOUT_HELP),
+                ) -> None:
+    """LoCoMo evidence recall: ingest each conversation, ask every question, score the turn ids found.
+    With --qa: answer accuracy of categories 1-4 (5, adversarial, left out)."""
+    o = qa_options(qa, llm, model, judge, judge_model, api_key_env, agentic, max_steps, baseline, llm_timeout)
+    if o.qa:
+        return run_qa_cli("locomo", path, o, root=runtime(ctx).root, limit=limit, infer=not no_extract,
+                          vector_cache=vector_cache, as_json=as_json)
+    if limit is not None:
+        raise typer.BadParameter("--limit needs --qa for LoCoMo (the retrieval protocol asks every question)")
     _run(runtime(ctx).root, "locomo", path, k, as_json, baselines, no_extract, vector_cache)
 
 
@@ -199,8 +234,24 @@ def eval_longmemeval(ctx: typer.Context,
                                                     help="Also each question's outcome: with --json a "
                                                          "per_question list (id, type, gold turns, the ones "
                                                          "missing at each k); in the table, the questions "
-                                                         "missed at the largest k.")) -> None:
-    """LongMemEval turn-level recall: each question's sessions in their own namespace; recall_all / recall_any."""
+                                                         "missed at the largest k."),
+                     qa: bool = typer.Option(False, "--qa", help=QA_HELP),
+                     llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
+                     model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
+                     judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
+                     judge_model: Optional[str] = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
+                     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=KEY_HELP),
+                     agentic: bool = typer.Option(False, "--agentic", help=AGENTIC_HELP),
+                     max_steps: int = typer.Option(4, "--max-steps", min=1, max=20, help=STEPS_HELP),
+                     baseline: Optional[str] = typer.Option(None, "--baseline", help=BASELINE_HELP),
+                     llm_timeout: float = typer.Option(60.0, "--llm-timeout", min=1.0, max=600.0, help=TIMEOUT_HELP),
+                     ) -> None:
+    """LongMemEval turn-level recall: each question's sessions in their own namespace; recall_all / recall_any.
+    With --qa: answer accuracy by question type, abstention questions apart."""
+    o = qa_options(qa, llm, model, judge, judge_model, api_key_env, agentic, max_steps, baseline, llm_timeout)
+    if o.qa:
+        return run_qa_cli("longmemeval", path, o, root=runtime(ctx).root, limit=limit, infer=not no_extract,
+                          vector_cache=vector_cache, as_json=as_json)
     from ..eval.harness import parse_ks
     from ..eval.longmemeval import LME_KS, run_longmemeval
 

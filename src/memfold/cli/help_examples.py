@@ -47,9 +47,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "policy reset": ("memfold policy reset retrieve_limit --user alice", "memfold policy reset --user alice"),
     "policy snapshots": ("memfold policy snapshots --user alice",),
     "policy rollback": ("memfold policy rollback --user alice", "memfold policy rollback 20261125_101500 --user alice"),
-    "eval locomo": ("memfold eval locomo data/locomo10.json --k 1,5,10",),
+    "eval locomo": ("memfold eval locomo data/locomo10.json --k 1,5,10",
+                    "memfold eval locomo data/locomo10.json --qa --llm http://localhost:11434/v1 --model qwen2.5:14b "
+                    "--limit 100",),
     "eval madial": ("memfold eval madial data/madial/zh --k 1,3,5,10",),
-    "eval longmemeval": ("memfold eval longmemeval data/longmemeval_s.json.gz --limit 50 --vector-cache .vectors",),
+    "eval longmemeval": ("memfold eval longmemeval data/longmemeval_s.json.gz --limit 50 --vector-cache .vectors",
+                         "memfold eval longmemeval data/longmemeval_s.json.gz --qa --llm http://localhost:11434/v1 "
+                         "--model qwen2.5:14b --limit 50 --agentic --max-steps 4",),
     "memory on": ("memfold memory on --user alice",),
     "memory off": ("memfold memory off --user alice",),
     "memory status": ("memfold memory status --user alice --json",),

@@ -110,7 +110,7 @@ def relation_remove(ctx: typer.Context, source_id: str = typer.Argument(..., hel
 def relation_list(ctx: typer.Context, memory_id: str = typer.Argument(..., help="The memory."),
                   user: User = "default", as_json: Json = False) -> None:
     """The relations of a memory, with the other memory's words."""
-    from ..engine.relations import related
+    from ..facade.relations import related
 
     mem = runtime(ctx).existing()
     mem.get(memory_id, user)  # a clear error for an id the namespace does not hold

@@ -14,7 +14,7 @@ from .common import Json, out, print_json, runtime
 def doctor(ctx: typer.Context, as_json: Json = False,
            skip_embedder: Annotated[bool, typer.Option("--skip-embedder", help="Only check the LLM.")] = False) -> None:
     """Check the configured embedder and LLM endpoints and print what works (exit 1 if one fails)."""
-    from ..engine.admin import doctor as run_checks
+    from ..facade.admin import doctor as run_checks
 
     settings = runtime(ctx).settings()
     checks = run_checks(settings, skip_embedder=skip_embedder)

@@ -93,7 +93,7 @@ def add(ctx: typer.Context, text: str = typer.Argument(..., help="The memory tex
         note: bool = typer.Option(False, "--note", help="Append to today's daily note instead of MEMORY.md."),
         as_json: Json = False) -> None:
     """Store one memory (type inferred by rules unless --type is given)."""
-    from ..engine import guard
+    from ..engine.storage import guard
 
     text = guard.memory_text(render.text_argument(text), "the memory text")  # checked before a workspace is made
     m = runtime(ctx).memory()
@@ -162,7 +162,7 @@ def ingest(ctx: typer.Context, file: Path = typer.Argument(..., help="JSON list 
     """Ingest a conversation file: every user turn as an episodic memory plus extracted memories."""
     from rich.progress import Progress
 
-    from ..engine.conversations import batches, load_conversation_file
+    from ..engine.write.conversations import batches, load_conversation_file
 
     convs = load_conversation_file(file)
     m = runtime(ctx).memory()
@@ -275,7 +275,7 @@ def reindex(ctx: typer.Context, user: OneUser = None) -> None:
     try:
         mem = rt.existing()
     except EmbedderChangedError as exc:
-        from ..engine import admin
+        from ..facade import admin
 
         say = lambda text: err.print(text, markup=False, highlight=False)  # noqa: E731
         report, backup = admin.reembed(rt.settings(), exc, notice=say,

@@ -22,7 +22,7 @@ def mcp(ctx: typer.Context, user: User = "default",
     """Run an MCP server with memfold's memory tools and MEMORY.md as a resource, in one namespace.
 
     stdio by default (the MCP client starts this command); --http serves streamable HTTP at /mcp."""
-    from ..engine import guard
+    from ..engine.storage import guard
     from ..errors import ConfigError, InvalidInputError
 
     try:

@@ -14,7 +14,7 @@ def migrate(ctx: typer.Context, to: Annotated[str, typer.Option("--to", help="Ta
             dsn: Annotated[str, typer.Argument(help="PostgreSQL DSN, e.g. postgresql://user:pass@host:5432/db")],
             user: Users = None) -> None:
     """Copy the embedded index (index.db) into PostgreSQL: records, vectors, history, sessions; no re-embedding."""
-    from ..engine.admin import migrate as copy_to
+    from ..facade.admin import migrate as copy_to
 
     report, where = copy_to(runtime(ctx).settings(), to, dsn, list(user) if user else None,
                             progress=lambda u, n: err.print(f"{u}: {n} memories copied"))

@@ -31,7 +31,7 @@ def text_argument(text: str, what: str = "the memory text") -> str:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The records of an export file: JSON lines of objects, or one JSON array of objects."""
-    from ..engine.conversations import read_jsonl
+    from ..engine.write.conversations import read_jsonl
 
     try:
         with open(path, encoding="utf-8") as fh:

@@ -11,7 +11,7 @@ import typer
 from .common import Json, NoMemory, System, User, err, out, print_json, runtime
 
 if TYPE_CHECKING:
-    from ..engine.session import Session
+    from ..engine.conversation.session import Session
 
 NO_ENDPOINT = """\
 memfold chat needs an OpenAI-compatible chat endpoint, and none is configured.
@@ -46,8 +46,8 @@ def chat(ctx: typer.Context,
          preset: Optional[str] = typer.Option(None, "--preset", help="Session preset: default or chatagent."),
          system: System = None, no_memory: NoMemory = False) -> None:
     """Chat with an LLM using memfold memory: every turn uses build_context and is saved in the session."""
-    from ..engine.admin import chat_endpoint
     from ..errors import ConfigError, ProviderError
+    from ..facade.admin import chat_endpoint
     from ..tools import MemoryAgent, MemoryTools
     from ..tools.agent import ToolChat
 

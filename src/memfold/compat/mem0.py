@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config import load_settings
-from ..engine.memory import Memory as NativeMemory
 from ..errors import ArgumentError, InvalidInputError, NotFoundError
+from ..facade.memory import Memory as NativeMemory
 from ..models import HistoryEntry, MemoryRecord, SearchHit
 
 log = logging.getLogger("memfold")

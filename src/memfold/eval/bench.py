@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import load_settings
-from ..engine.memory import Memory
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
+from ..index.base import StorageSize, capability
 from ..providers.embedder import Embedder, make_embedder
 from .harness import NoProgress, Progress, QueryCachingEmbedder
 
@@ -83,8 +84,8 @@ def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
 
 def _disk_bytes(root: Path, index_obj: object = None) -> dict[str, int]:
     """Bytes of the index (the SQLite file, or what a server backend reports) and of the workspace."""
-    storage = getattr(index_obj, "storage_bytes", None)
-    index = int(storage()) if callable(storage) else \
+    storage = capability(index_obj, StorageSize)
+    index = int(storage.storage_bytes()) if storage is not None else \
         sum(p.stat().st_size for p in root.glob("index.db*") if p.is_file())
     total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     return {"index_bytes": index, "workspace_bytes": total}

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import load_settings
-from ..engine.memory import Memory
-from ..engine.records import new_id
+from ..engine.storage.records import new_id
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
 from ..maintenance import job_names
 from ..models import MemoryRecord, MemoryType
 from ..providers.embedder import Embedder, make_embedder

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..config import load_settings
-from ..engine.memory import Memory
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
 from ..models import MemoryRecord
 from ..providers.embedder import Embedder, embed_query, make_embedder
 from ..text.terms import terms

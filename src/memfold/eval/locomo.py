@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..engine.conversations import locomo_sessions
-from ..engine.memory import Memory
+from ..engine.write.conversations import locomo_sessions
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
 from ..providers.embedder import Embedder
 from .harness import (
     DEFAULT_KS,

@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..engine.memory import Memory
-from ..engine.read import is_question
+from ..engine.read.read import is_question
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
 from ..models import EPISODIC, SearchHit
 from ..providers.embedder import Embedder
 from .harness import (

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.conversations import read_jsonl
-from ..engine.memory import Memory
+from ..engine.write.conversations import read_jsonl
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
 from ..providers.embedder import Embedder
 from .harness import (
     Clock,

@@ -1,4 +1,4 @@
-"""The PostgreSQL index's methods for deleting every copy of words (``engine/purge.py``), for
+"""The PostgreSQL index's methods for deleting every copy of words (``engine/storage/purge.py``), for
 reading every stored row (``base.RowSource``: a copy of the index reads these) and for caches
 (change counter, identity, hot set), kept out of ``postgres.py`` as a mixin of ``PostgresIndex``
 (they only run statements on its pool); with the row columns both modules use."""
@@ -47,7 +47,7 @@ class PgPurgeAndRows:
 
         def _cur(self, write: bool = False) -> AbstractContextManager[Any]: ...
 
-    # ---- deleted means deleted (engine/purge.py) --------------------------------------------
+    # ---- deleted means deleted (engine/storage/purge.py) --------------------------------------------
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         self.flush_access()
         with self._cur() as cur:

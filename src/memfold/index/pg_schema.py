@@ -207,7 +207,7 @@ def _v5(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     """Keyword search moves into the process (``pg_search.PgKeywords``): a change counter per
     namespace, stamped on the rows written and on tombstones of the rows deleted; the keyword
     statistics trigger and the GIN index it served go (every write paid for them). Vectors may
-    follow their row (write-ahead mode: ``engine/vector_worker.py``), found by a partial index.
+    follow their row (write-ahead mode: ``engine/write/vector_worker.py``), found by a partial index.
     Pages keep 30 % free: a row with a 512-dim vector is ~2.5 KB, so at 90 % a page had no room for
     a second version of one of its rows and every access-count update (each search) was a full
     update that inserted the row into every index, HNSW included (28 ms p50 for a search's 10 hits

@@ -1,7 +1,7 @@
 """One search on the PostgreSQL index in as few round trips as the answer allows (``search_scope``).
 
 A search asks the index for keyword candidates, vector candidates, the rows of the best fused ones
-(keyword feedback, ``engine/rank_keywords.py``), a second keyword search, then the rows of every
+(keyword feedback, ``engine/read/rank_keywords.py``), a second keyword search, then the rows of every
 candidate: five round trips after the sync's, each a few hundred microseconds of loopback and
 scheduling. Inside ``search_scope(user_id)`` (the read path opens one per search, on its thread):
 
@@ -193,7 +193,7 @@ class PgSearchScope:
     def doc_terms(self, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, int]]:
         """The keyword terms (with counts) of the rows of ``ids`` this process's keyword index of the
         namespace holds as the search left it (others: left out, the caller tokenises their text), as
-        the SQLite index answers the keyword feedback (``engine/rank_keywords.py``)."""
+        the SQLite index answers the keyword feedback (``engine/read/rank_keywords.py``)."""
         return self._keywords.doc_terms(user_id, ids)  # type: ignore[no-any-return]
 
     def terms_held(self, user_id: str, ids: Sequence[str], terms: Sequence[str]) -> dict[str, int]:

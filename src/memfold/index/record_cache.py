@@ -12,7 +12,7 @@ transaction: it updates the kept records' access statistics exactly as its ``UPD
 (``patch_access``). Each record handed out is a copy with its own ``structured_data`` dict: a
 caller that changes one cannot change what the next read returns. The read path alone
 (``SqliteIndex.get_shared``) gets the kept records themselves: it changes none of them and hands out
-copies of the few it returns (``engine/read.py``), not of its ~30 candidates."""
+copies of the few it returns (``engine/read/read.py``), not of its ~30 candidates."""
 
 from __future__ import annotations
 

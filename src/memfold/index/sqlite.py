@@ -30,7 +30,7 @@ from .sqlite_cache import SqliteCacheReads
 from .sqlite_rows import SqlitePurge, SqliteRowReads
 from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
 from .sqlite_search import SearchStructures, SqliteTermReads
-from .sqlite_tx import _read_only, _reason, _Tx
+from .sqlite_tx import SqliteTransactions, _read_only, _reason
 from .sqlite_upsert import JSON_TEXT, upsert_rows
 from .vectors import EXACT_MAX
 
@@ -40,8 +40,8 @@ _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fie
 class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads):
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
-    _tx_depth = 0  # open transactions of this object (``_Tx``)
-    _writes = 0  # write transactions this object has begun (``_Tx``): part of the record cache's token
+    read_only = False  # True: opened on a workspace this process may not write (``ReadOnlyMode``)
+    _txs: SqliteTransactions  # its write transactions (``index/sqlite_tx.py``)
 
     def __init__(self, path: Path, *, dim: int, embedder_name: str, vector_exact_max: int = EXACT_MAX,
                  record_cache: int = RECORD_CACHE_SIZE):
@@ -58,6 +58,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
+            self._txs = SqliteTransactions(self._db, self.path, self._lock)
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.execute("PRAGMA secure_delete=ON")  # deleted rows and freed pages are zeroed, not left behind
             # switching to WAL and creating the schema race between new processes: one at a time
@@ -80,6 +81,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                 instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()[0]
                 terms_version.refresh_sqlite(self._db, self.path)  # terms of an older stemmer: made again
             self._search = SearchStructures(self._db, self.path, instance, dim, vector_exact_max)
+            self._txs.on_boundary = self._search.unpin
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             raise MemoryIndexError(f"cannot open index {self.path}: {_reason(exc)}") from exc
@@ -98,6 +100,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                 self._db = self._connect_ro("mode=ro")
             except sqlite3.OperationalError:  # WAL files that cannot be created: read the file as it is
                 self._db = self._connect_ro("immutable=1")
+            self._txs = SqliteTransactions(self._db, self.path, self._lock, read_only=True)
             version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if version is None or int(version[0]) != SCHEMA_VERSION:
                 raise MemoryIndexError(f"index {self.path} has schema {version[0] if version else 'none'} and this "
@@ -108,6 +111,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             instance = self._db.execute("SELECT value FROM meta WHERE key = 'instance'").fetchone()
             self._search = SearchStructures(self._db, self.path, instance[0] if instance else "", self.dim,
                                             self.vector_exact_max)
+            self._txs.on_boundary = self._search.unpin
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             raise MemoryIndexError(f"cannot read index {self.path}: {exc}") from exc
@@ -125,12 +129,9 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             raise
         return db
 
-    def transaction(self) -> "_Tx":
+    def transaction(self) -> SqliteTransactions:
         """Several writes as one transaction (``with index.transaction(): ...``): all or none are kept."""
-        return self._tx()
-
-    def _refuse_write(self) -> None:
-        raise ReadOnlyWorkspaceError(f"the workspace {self.path.parent} is read-only: nothing can be written to it")
+        return self._txs.begin()
 
     def _close_quietly(self) -> None:
         db = getattr(self, "_db", None)
@@ -138,8 +139,8 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             db.close()
 
     # ---- plumbing -------------------------------------------------------------------
-    def _tx(self) -> "_Tx":
-        return _Tx(self)
+    def _tx(self) -> SqliteTransactions:
+        return self._txs.begin()
 
     def _check_meta(self, embedder_name: str) -> None:
         meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
@@ -200,7 +201,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         if not ids or self.read_only:  # access statistics are a side effect of reading: not kept read-only
             return
         with self._lock:
-            alone, before = not self._tx_depth, self._writes
+            alone, before = not self._txs.depth, self._txs.writes
             with self._tx():
                 self._db.executemany(
                     "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ? "
@@ -209,7 +210,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                                  (user_id, at.isoformat(), json.dumps(list(ids))))
             kept = self._records
             if alone and kept.token is not None and kept.token[1] == before:  # committed: nothing else written here
-                kept.token = (kept.token[0], self._writes)
+                kept.token = (kept.token[0], self._txs.writes)
                 kept.patch_access(user_id, ids, at)
 
     def append_history(self, entries: Sequence[HistoryEntry]) -> None:
@@ -240,7 +241,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         if self.read_only:  # like access statistics, a side effect of reading
             return
         with self._lock:
-            alone, before = not self._tx_depth, self._writes
+            alone, before = not self._txs.depth, self._txs.writes
             with self._tx():
                 self._db.execute("INSERT INTO usage_log (user_id, at, query, ids) VALUES (?, ?, ?, ?)",
                                  (user_id, at.isoformat(), query, json.dumps(list(ids))))
@@ -253,7 +254,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                     self._db.execute("DELETE FROM usage_log WHERE user_id = ? AND n <= ?", (user_id, cut[0]))
             kept = self._records
             if alone and kept.token is not None and kept.token[1] == before:  # no record changed: kept rows stay true
-                kept.token = (kept.token[0], self._writes)
+                kept.token = (kept.token[0], self._txs.writes)
 
     def usage(self, user_id: str, limit: int) -> list[dict[str, Any]]:
         with self._lock:
@@ -299,7 +300,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
 
     def get_shared(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         """``get`` for the read path: the record cache's records themselves, not copies. The caller
-        changes none of them and copies those it hands out (``engine/read.py``)."""
+        changes none of them and copies those it hands out (``engine/read/read.py``)."""
         return self._get(user_id, ids, False)
 
     def _get(self, user_id: str, ids: Sequence[str], copy: bool) -> list[MemoryRecord]:
@@ -308,9 +309,9 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
         asked = ids
         with self._lock:
             out: dict[str, MemoryRecord] = {}
-            kept = self._records if self._records.size and not self._tx_depth else None  # never a write's rows
+            kept = self._records if self._records.size and not self._txs.depth else None  # never a write's rows
             if kept is not None:
-                kept.check((self._db.execute("PRAGMA data_version").fetchone()[0], self._writes))
+                kept.check((self._db.execute("PRAGMA data_version").fetchone()[0], self._txs.writes))
                 ids = kept.take(user_id, ids, out, copy)
             read: list[MemoryRecord] = []
             for chunk in range(0, len(ids), 500):
@@ -383,7 +384,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
             return int(self._db.execute(q, (user_id,)).fetchone()[0])
 
     def search_scope(self, user_id: str) -> AbstractContextManager[None]:
-        """One search (``engine/search_scope.py``): the index's seq read once for its lookups."""
+        """One search (``engine/read/search_scope.py``): the index's seq read once for its lookups."""
         return self._search.pinned()
 
     def keyword_search(self, user_id: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..models import MemoryRecord
 from .rows import RECORD_FIELDS, record_from_row, timestamp
+from .sqlite_tx import SqliteTransactions
 
 _COLS = ", ".join(RECORD_FIELDS)
 
@@ -19,7 +20,7 @@ _COLS = ", ".join(RECORD_FIELDS)
 class SqliteCacheReads:
     _db: sqlite3.Connection
     _lock: Any  # a threading.RLock
-    _tx_depth: int
+    _txs: SqliteTransactions
     path: Path
 
     def change_counter(self, user_id: str | None = None) -> int | None:
@@ -28,7 +29,7 @@ class SqliteCacheReads:
         None inside this object's own write transaction, whose reads may still be rolled back (a
         cache must not keep them)."""
         with self._lock:
-            if self._tx_depth:
+            if self._txs.depth:
                 return None
             if user_id is None:
                 return int(self._db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])

@@ -85,7 +85,7 @@ class SqliteRowReads:
 
 
 class SqlitePurge:
-    """Stats and what ``engine/purge.py`` asks of the embedded index (deleted means deleted):
+    """Stats and what ``engine/storage/purge.py`` asks of the embedded index (deleted means deleted):
     archived predecessors, rows quoting deleted words, history without the words, an emptied WAL."""
 
     _db: sqlite3.Connection
@@ -108,7 +108,7 @@ class SqlitePurge:
                 "archived": int(row[2] or 0), "episodic": int(row[3] or 0), "by_type": by_type,
                 "avg_importance": round(float(row[1]), 4) if row[1] is not None else None}
 
-    # ---- deleted means deleted (engine/purge.py) --------------------------------------------
+    # ---- deleted means deleted (engine/storage/purge.py) --------------------------------------------
     def superseded(self, user_id: str, ids: Sequence[str]) -> list[MemoryRecord]:
         with self._lock:
             return [record_from_row(r) for r in self._db.execute(

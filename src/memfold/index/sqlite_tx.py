@@ -1,17 +1,16 @@
-"""The SQLite index's transactions (``BEGIN IMMEDIATE`` … ``COMMIT``, re-entrant within one index
-object) and its errors in words a user can act on."""
+"""The SQLite index's transactions (``SqliteTransactions``: ``BEGIN IMMEDIATE`` … ``COMMIT``,
+re-entrant within one index object, with the state the index reads of them) and its errors in
+words a user can act on."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from ..errors import MemoryIndexError
-
-if TYPE_CHECKING:
-    from .sqlite import SqliteIndex
+from ..errors import MemoryIndexError, ReadOnlyWorkspaceError
 
 
 def _rollback(db: sqlite3.Connection) -> None:
@@ -47,52 +46,68 @@ def _read_only(path: Path) -> bool:
     return not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK))
 
 
-def _unpin(ix: "SqliteIndex") -> None:
-    search = getattr(ix, "_search", None)  # not yet while the index opens
-    if search is not None:
-        search.unpin()
+class SqliteTransactions:
+    """The write transactions of one ``SqliteIndex`` on its connection: ``BEGIN IMMEDIATE`` …
+    ``COMMIT``, re-entrant within the index object (``begin()`` inside an open one joins it), under
+    the index's lock. It owns what the index reads of them: ``depth`` (open transactions of this
+    object: its reads inside one may be rolled back, so no cache keeps them) and ``writes`` (write
+    transactions begun: part of the record cache's token). ``on_boundary`` is called as the
+    outermost transaction begins and ends (the search structures read their seq again)."""
 
+    def __init__(self, db: sqlite3.Connection, path: Path, lock: Any, *, read_only: bool = False):
+        self.db = db
+        self.path = path
+        self.lock = lock  # the index's threading.RLock
+        self.read_only = read_only
+        self.depth = 0
+        self.writes = 0
+        self.on_boundary: Callable[[], None] | None = None  # set once the search structures exist
 
-class _Tx:
-    """BEGIN IMMEDIATE … COMMIT, re-entrant within one index object."""
+    def begin(self) -> "SqliteTransactions":
+        """One transaction: ``with transactions.begin(): ...``; all or none of its writes are kept.
+        The object is its own context manager (it holds no state per block: the depth counts them)."""
+        return self
 
-    def __init__(self, index: "SqliteIndex"):
-        self.index = index
+    def refuse_write(self) -> None:
+        """Every write of a read-only index raises this."""
+        raise ReadOnlyWorkspaceError(f"the workspace {self.path.parent} is read-only: nothing can be written to it")
+
+    def _boundary(self) -> None:
+        if self.on_boundary is not None:
+            self.on_boundary()
 
     def __enter__(self) -> None:
-        ix = self.index
-        if ix.read_only:
-            ix._refuse_write()
-        ix._lock.acquire()
-        depth = getattr(ix, "_tx_depth", 0)
-        if depth == 0:
-            ix._writes = getattr(ix, "_writes", 0) + 1  # before anything is written: kept reads are stale
-            _unpin(ix)
+        if self.read_only:
+            self.refuse_write()
+        self.lock.acquire()
+        if self.depth == 0:
+            self.writes += 1  # before anything is written: kept reads are stale
+            self._boundary()
             try:
-                ix._db.execute("BEGIN IMMEDIATE")
+                self.db.execute("BEGIN IMMEDIATE")
             except sqlite3.DatabaseError as exc:
-                ix._lock.release()
-                raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
+                self.lock.release()
+                raise MemoryIndexError(f"cannot write index {self.path}: {_reason(exc)}") from exc
             except BaseException:
-                ix._lock.release()
+                self.lock.release()
                 raise
-        ix._tx_depth = depth + 1
+        self.depth += 1
 
     def __exit__(self, exc_type: object, exc: BaseException | None, _tb: object) -> None:
-        ix = self.index
-        ix._tx_depth -= 1
+        self.depth -= 1
         try:
-            if ix._tx_depth == 0:
-                _unpin(ix)  # the seq a search of this thread read inside the transaction: read again
+            if self.depth == 0:
+                self._boundary()  # the seq a search of this thread read inside the transaction: read again
                 if exc_type is None:
                     try:
-                        ix._db.execute("COMMIT")
-                    except sqlite3.DatabaseError as failed:
-                        _rollback(ix._db)
-                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(failed)}") from failed
+                        self.db.execute("COMMIT")
+                    except sqlite3.DatabaseError as err:
+                        _rollback(self.db)
+                        raise MemoryIndexError(f"cannot write index {self.path}: {_reason(err)}") from err
                 else:
-                    _rollback(ix._db)
+                    _rollback(self.db)
                     if isinstance(exc, sqlite3.DatabaseError):
-                        raise MemoryIndexError(f"cannot write index {ix.path}: {_reason(exc)}") from exc
+                        raise MemoryIndexError(f"cannot write index {self.path}: {_reason(exc)}") from exc
         finally:
-            ix._lock.release()
+            self.lock.release()
+

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidInputError, MemoryIndexError
 from ..models import MemoryRecord
 from ..text.terms import TERMS_VERSION, fts_document, keyword_text
-from .base import Index, RowSource
+from .base import Index, RowSource, TermsVersion, capability
 from .sqlite_rows import SqliteSource, checkpoint
 
 if TYPE_CHECKING:
@@ -83,7 +83,8 @@ def copy_index(source: RowSource, target: Index, users: list[str] | None = None,
 def _copy_memories(source: RowSource, user_id: str, target: Index, dim: int,
                    reembed: Callable[[list[MemoryRecord]], np.ndarray] | None = None) -> int:
     n = 0
-    remake = getattr(source, "terms_version", TERMS_VERSION) < TERMS_VERSION  # older terms: made again
+    held = capability(source, TermsVersion)
+    remake = held is not None and held.terms_version < TERMS_VERSION  # older terms: made again
     for rows in _batches(source.iter_rows(user_id, batch=BATCH)):
         items = []
         fresh = reembed([r.record for r in rows]) if reembed is not None else None

@@ -13,7 +13,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import ConfigDict, Field
 
-from ..engine.memory import Memory
+from ..facade.memory import Memory
 from ..models import SearchHit
 from ..tools.dispatch import MemoryTools
 from ..tools.registry import TOOLS

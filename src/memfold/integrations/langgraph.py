@@ -32,8 +32,8 @@ from langgraph.store.base import (
     get_text_at_path,
 )
 
-from ..engine.memory import Memory
 from ..errors import InvalidInputError
+from ..facade.memory import Memory
 from ..models import MemoryRecord, MemoryType
 
 NS = "_lg_ns"  # the item's namespace, its labels joined by "." (a label holds no ".")

@@ -9,7 +9,7 @@ from typing import Any
 
 from agents import FunctionTool, RunContextWrapper
 
-from ..engine.memory import Memory
+from ..facade.memory import Memory
 from ..tools.dispatch import MemoryTools
 from ..tools.registry import TOOLS
 from ..tools.schemas import input_schema

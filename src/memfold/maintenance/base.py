@@ -4,7 +4,8 @@ many characters).
 
 A job is a plain object with a ``name`` and ``run(ctx) -> JobResult``. It reads through the
 index and the files, asks the LLM (if any) outside the user lock, and writes through
-``UserStore`` (``apply.py``), so backups, the hand-edit merge and history come with every
+the namespace's store port (``Namespace``: ``engine/storage/changes.py`` and
+``commit``), so backups, the hand-edit merge and history come with every
 change. A job that fails (the LLM answered garbage, timed out, the file changed meanwhile)
 changes nothing and reports why; the runner records only successful runs, so it is tried again
 at the next run."""
@@ -17,12 +18,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..engine.llm_calls import LLMCalls
-from ..engine.store import UserStore
+from ..config import Settings
+from ..engine.llm.llm_calls import LLMCalls
+from ..engine.storage.store import Namespace
 from ..models import FILE_MEMORY, MemoryRecord
 from ..policy import Policy
 from ..providers.chat import ChatModel
 from ..workspace.editsafe import split_marker
+from ..workspace.userspace import Workspace
 
 PREVIEW_CHARS = 80  # a memory's words in a plan are cut at this many characters
 RESULT_CHARS = 200  # the words a change writes, cut at this many
@@ -46,6 +49,27 @@ def planned_change(action: str, reason: str, records: Iterable[MemoryRecord], re
     return {"action": action, "reason": reason,
             "memories": [{"id": r.id, "text": shorten(r.content)} for r in rows],
             "result": shorten(result, RESULT_CHARS) if result is not None else None, "chars_saved": saved}
+
+
+class Host(Protocol):
+    """What maintenance needs of the memory it keeps (``Memory`` is one): its settings, workspace and
+    index, the namespaces, each one's policy and store port, the LLM and its per-operation call cap."""
+
+    settings: Settings
+    workspace: Workspace
+    index: Any
+
+    @property
+    def chat_model(self) -> ChatModel | None: ...
+
+    @property
+    def llm_calls_per_operation(self) -> int: ...
+
+    def users(self) -> list[str]: ...
+
+    def policy(self, user_id: str = "default") -> Policy: ...
+
+    def namespace_store(self, user_id: str) -> Namespace: ...
 
 
 # statuses of a JobResult
@@ -116,7 +140,7 @@ class JobContext:
     """What a job may use: one namespace's store and policy, the LLM (None: deterministic paths)."""
 
     user_id: str
-    store: UserStore
+    store: Namespace
     policy: Policy
     chat: ChatModel | None
     max_calls: int

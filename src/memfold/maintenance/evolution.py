@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import prompts
-from ..engine.llm_calls import LLMCalls, parse_json_answer, record_usage
+from ..engine.llm.llm_calls import LLMCalls, parse_json_answer, record_usage
 from ..errors import ConfigError, MemfoldError, ProviderError
 from ..index.base import Index
 from ..models import utcnow

@@ -20,12 +20,12 @@ from datetime import timedelta
 from typing import Any
 
 from .. import prompts
-from ..engine.context import clean_memory_file
-from ..engine.llm_calls import parse_json_answer, record_usage
-from ..engine.pin import STATE_KIND as PIN_KIND
+from ..engine.conversation.context import clean_memory_file
+from ..engine.llm.llm_calls import parse_json_answer, record_usage
+from ..engine.storage.pin import STATE_KIND as PIN_KIND
 from ..errors import ProviderError
 from ..index.base import IndexItem
-from ..models import FILE_MEMORY, HistoryEntry, utcnow
+from ..models import FILE_MEMORY, HistoryEntry, MemoryRecord, utcnow
 from ..text import memory_markdown as md
 from ..text.secrets import a_kind, find_secret
 from ..text.terms import terms
@@ -149,11 +149,11 @@ def write_compressed(ctx: JobContext, text: str, new: str, job: str) -> list[str
                 raise JobFailed("MEMORY.md changed while it was being compressed; nothing was changed")
             return new
 
-        kept = st.space.keep_old(FILE_MEMORY)
-        try:
-            st.write_file(FILE_MEMORY, change, backup=True)
+        gone: list[MemoryRecord] = []
+
+        def write_index() -> None:
             ids = {e.id for e in md.parse(ctx.memory_text())}
-            gone = [r for r in rows if r.id not in ids]
+            gone.extend(r for r in rows if r.id not in ids)
             now = utcnow()
             st.index.upsert([IndexItem(record=r.with_(is_active=False, updated_at=now)) for r in gone])
             backups = st.space.backups()
@@ -162,12 +162,8 @@ def write_compressed(ctx: JobContext, text: str, new: str, job: str) -> list[str
                                                    "backup": backups[-1].name if backups else None})
                                      for r in gone])
             st.reconcile_file(FILE_MEMORY)  # the new bullets get ids and rows
-        except BaseException:
-            st._undo_write(FILE_MEMORY, kept)
-            raise
-        finally:
-            if kept is not None:
-                kept.unlink(missing_ok=True)
+
+        st.commit({FILE_MEMORY: change}, write_index)  # the file put back when the index refuses
     return [r.id for r in gone]
 
 

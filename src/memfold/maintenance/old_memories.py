@@ -27,16 +27,16 @@ from typing import Any
 import numpy as np
 
 from .. import prompts
-from ..engine import records as rec
-from ..engine.llm_calls import CallCapReached, LLMCalls, answer_text, parse_json_answer, record_usage
-from ..engine.store import file_for
+from ..engine.llm.llm_calls import CallCapReached, LLMCalls, answer_text, parse_json_answer, record_usage
+from ..engine.storage import records as rec
+from ..engine.storage.changes import Archive, Changes, apply_changes
+from ..engine.storage.store import file_for
+from ..engine.write.todos import archive_line
 from ..errors import ProviderError
 from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
 from ..text import condense
 from ..text.condense import Condenser
-from .apply import Archive, Changes, apply_changes
 from .base import DONE, FAILED, NOT_DUE, NOTHING, PLANNED, JobContext, JobResult, planned_change
-from .tidy import archive_line
 
 log = logging.getLogger("memfold")
 MIN_GROUP = 3  # seed 003: fewer are not compressed

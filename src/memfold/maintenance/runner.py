@@ -15,19 +15,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..engine.storage.changes import ChangedMeanwhile
 from ..errors import MemfoldError
 from ..index.leases import new_holder
 from ..metrics import observe_job
 from ..models import utcnow
-from .base import BUSY, DONE, FAILED, NOTHING, STATE_KIND, Job, JobContext, JobFailed, JobResult, MaintenanceRun
+from .base import BUSY, DONE, FAILED, NOTHING, STATE_KIND, Host, Job, JobContext, JobFailed, JobResult, MaintenanceRun
 from .longterm import LongTermCompression
 from .old_memories import OldMemoryCompression
 from .tidy import Tidy
-
-if TYPE_CHECKING:
-    from ..engine.memory import Memory
 
 log = logging.getLogger("memfold")
 LEASE = "maintenance"
@@ -63,7 +61,7 @@ class Bounds:
         return self.stop is not None and self.stop.is_set()
 
 
-def run_due(memory: "Memory", user_id: str | None = None, *, dry_run: bool = False, jobs: Sequence[str] | None = None,
+def run_due(memory: Host, user_id: str | None = None, *, dry_run: bool = False, jobs: Sequence[str] | None = None,
             force: bool = False, progress: Callable[[JobResult], None] | None = None,
             bounds: Bounds | None = None) -> MaintenanceRun:
     """Run the due jobs (``jobs``: their names, default all) of one namespace or of every one;
@@ -95,9 +93,9 @@ def _select(names: Sequence[str] | None) -> list[Job]:
     return [known[n] for n in names]
 
 
-def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool, force: bool,
+def _run_user(memory: Host, user: str, selected: list[Job], *, dry_run: bool, force: bool,
               progress: Callable[[JobResult], None] | None, bounds: Bounds | None = None) -> list[JobResult]:
-    store = memory._store(user)
+    store = memory.namespace_store(user)
     index = store.index
     holder = new_holder()
     try:
@@ -120,7 +118,7 @@ def _run_user(memory: "Memory", user: str, selected: list[Job], *, dry_run: bool
                 break
             budget = bounds.job_seconds if bounds is not None else None
             ctx = JobContext(user_id=user, store=store, policy=memory.policy(user), chat=memory.chat_model,
-                             max_calls=memory.writer.llm.max_calls, now=utcnow(), dry_run=dry_run, force=force,
+                             max_calls=memory.llm_calls_per_operation, now=utcnow(), dry_run=dry_run, force=force,
                              shared=shared, deadline=time.monotonic() + budget if budget else None,
                              stop=bounds.stopped if bounds is not None else None)
             res = _one(job, ctx)
@@ -137,7 +135,7 @@ def _one(job: Job, ctx: JobContext) -> JobResult:
     start = time.perf_counter()
     try:
         res = job.run(ctx)
-    except JobFailed as exc:
+    except (JobFailed, ChangedMeanwhile) as exc:  # nothing was changed: tried again next time
         res = ctx.result(job.name, FAILED, str(exc))
     except MemfoldError as exc:  # a file or index problem: reported, the other jobs still run
         res = ctx.result(job.name, FAILED, f"{type(exc).__name__}: {exc}")

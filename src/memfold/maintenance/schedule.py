@@ -15,15 +15,11 @@ import os
 import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from ..models import FILE_MEMORY, utcnow
-from .base import STATE_KIND, MaintenanceRun
+from .base import STATE_KIND, Host, MaintenanceRun
 from .longterm import INTERVAL, LongTermCompression
 from .runner import Bounds, run_due
-
-if TYPE_CHECKING:
-    from ..engine.memory import Memory
 
 log = logging.getLogger("memfold")
 
@@ -31,7 +27,7 @@ log = logging.getLogger("memfold")
 NICE = 10  # the background thread's priority increment (Linux: per thread)
 
 
-def background_scheduler(memory: "Memory", interval_minutes: float | None = None,
+def background_scheduler(memory: Host, interval_minutes: float | None = None,
                          first_after: float | None = None) -> "Scheduler | None":
     """The scheduler of a long-lived process from ``[maintenance]`` (not started); None when
     background maintenance is off or its interval is 0."""
@@ -44,7 +40,7 @@ def background_scheduler(memory: "Memory", interval_minutes: float | None = None
 
 
 class Scheduler:
-    def __init__(self, memory: "Memory", interval: float = 3600.0,
+    def __init__(self, memory: Host, interval: float = 3600.0,
                  on_run: Callable[[MaintenanceRun], None] | None = None, first_after: float = 0.0,
                  pause: float = 0.0, job_seconds: float | None = None):
         if interval <= 0:
@@ -111,7 +107,7 @@ class AutoCompression:
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
-    def after_add(self, memory: "Memory", user_id: str) -> bool:
+    def after_add(self, memory: Host, user_id: str) -> bool:
         """Start the compression when it is due; True when a thread was started. Cheap otherwise: one
         stat of MEMORY.md, one state read when the file is big enough."""
         threshold = memory.policy(user_id).long_term_compress_char_threshold
@@ -138,7 +134,7 @@ class AutoCompression:
         return True
 
     @staticmethod
-    def _run(memory: "Memory", user_id: str) -> None:
+    def _run(memory: Host, user_id: str) -> None:
         try:
             for res in run_due(memory, user_id, jobs=[LongTermCompression.name]).results:
                 log.info("background compression: %s", res.summary())

@@ -11,7 +11,6 @@ The same plan is the long-term compression's fallback when no LLM is configured.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
@@ -19,22 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import records as rec
+from ..engine.storage import records as rec
+from ..engine.storage.changes import Archive, Changes, apply_changes
+from ..engine.write.todos import archive_line, todo_finished
 from ..models import FILE_LEARNINGS, FILE_MEMORY, MemoryRecord, MemoryType
-from ..text import memory_markdown as md
 from ..workspace.userspace import daily_date
-from .apply import Archive, Changes, apply_changes
 from .base import DONE, NOTHING, PLANNED, STATE_KIND, JobContext, JobResult, planned_change
 
 WEEKS_KEY = "tidy_weeks"  # state document (kind maintenance): the weeks already distilled
 MAX_WEEKS_KEPT = 1000
 WEEK_CHARS = 600  # a distilled week's event is cut at this many characters
 WEEK_SOURCES = 50
-_DONE = re.compile(r"^\s*(?:\[[xX]\]|✅|✔️?|~~.+~~\s*$|(?:done|completed|finished|cancell?ed)\b\s*[:：]|已完成|已取消|已办)"
-                   r"|[(（\[](?:done|completed|已完成|完成)[)）\]]\s*$", re.I)
-_DUE = re.compile(r"(?:\bby|\bbefore|\bdue(?: on| by)?|\buntil|\bdeadline[:：]?|截止(?:日期)?[:：]?|到期[:：]?)\s*"
-                  r"(\d{4}-\d{2}-\d{2})|(\d{4}-\d{2}-\d{2})\s*(?:之前|以前|前|截止)", re.I)
-_FINISHED_STATUS = {"done", "completed", "complete", "cancelled", "canceled", "finished"}
 
 
 @dataclass
@@ -44,29 +38,6 @@ class TidyPlan:
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (archived id, kept id)
     weeks: list[str] = field(default_factory=list)
     shown: list[dict[str, Any]] = field(default_factory=list)  # planned_change() of each change
-
-
-def todo_finished(r: MemoryRecord, today: date) -> str | None:
-    """Why a todo is finished ('completed', 'expired YYYY-MM-DD'), or None while it is open."""
-    status = str(r.structured_data.get("status", "")).lower()
-    if status in _FINISHED_STATUS or _DONE.search(r.content):
-        return "completed"
-    dues = [r.structured_data.get(k) for k in ("due", "deadline") if isinstance(r.structured_data.get(k), str)]
-    dues += [a or b for a, b in _DUE.findall(r.content)]
-    days = []
-    for d in dues:
-        try:
-            days.append(date.fromisoformat(str(d)[:10]))
-        except ValueError:
-            continue
-    if days and max(days) < today:
-        return f"expired {max(days).isoformat()}"
-    return None
-
-
-def archive_line(r: MemoryRecord, why: str, lang: str = "en") -> str:
-    """The line of archive.md that lists a closed todo and why it was closed, in ``lang``."""
-    return md.archive_line(r.created_at.date().isoformat(), r.content, r.id, why, lang)
 
 
 def _norm(text: str) -> str:

@@ -20,15 +20,15 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
-from ..engine.memory import Memory
-from ..errors import MemfoldError, NotFoundError
+from ..errors import CODES, MemfoldError, NotFoundError, code_of
+from ..facade.memory import Memory
 from ..models import FILE_MEMORY
 from ..tools import TOOLS, call, input_schema
 
 SERVER_NAME = "memfold"
 RESOURCE_PREFIX = "memfold://memory/"
 MEMORY_URI = RESOURCE_PREFIX + FILE_MEMORY
-RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for an unknown resource
+RESOURCE_NOT_FOUND = CODES["not_found"].mcp_code  # the MCP specification's code for an unknown resource
 DESTRUCTIVE = ("memory_edit", "memory_forget")  # change or delete what is stored (the others only add or read)
 INSTRUCTIONS = {
     "en": "Long-term memory of the user. Search it (memory_search) before answering questions about the user; "
@@ -67,6 +67,12 @@ def tool_result(result: dict[str, Any]) -> types.CallToolResult:
                                 is_error=not result.get("ok", False))
 
 
+def mcp_error(exc: MemfoldError) -> MCPError:
+    """A memfold error as an MCP protocol error: the JSON-RPC code of ``errors.CODES``, the message,
+    and the error's ``code`` and ``field`` as its data (a failed tool call is an error result instead)."""
+    return MCPError(code_of(exc).mcp_code, str(exc), {"code": exc.code, "field": exc.field})
+
+
 def resource_list(memory: Memory, ns: Namespace) -> list[types.Resource]:
     if not memory.memory_enabled(ns.user_id):
         return []
@@ -78,9 +84,11 @@ def resource_list(memory: Memory, ns: Namespace) -> list[types.Resource]:
 
 def read_resource(memory: Memory, ns: Namespace, uri: str) -> types.ReadResourceResult:
     if uri != MEMORY_URI:
-        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}; the resource is {MEMORY_URI}")
+        raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}; the resource is {MEMORY_URI}",
+                       {"code": "not_found", "field": "uri"})
     if not memory.memory_enabled(ns.user_id):
-        raise MCPError(RESOURCE_NOT_FOUND, f"memory is switched off for user {ns.user_id!r}: nothing is read")
+        raise MCPError(RESOURCE_NOT_FOUND, f"memory is switched off for user {ns.user_id!r}: nothing is read",
+                       {"code": "memory_off", "field": None})
     try:
         text = memory.read_file(FILE_MEMORY, ns.user_id).text
     except NotFoundError:
@@ -97,7 +105,7 @@ def build_server(memory: Memory, ns: Namespace) -> Server[Any]:
         try:
             return await anyio.to_thread.run_sync(fn, *args, limiter=engine)
         except MemfoldError as exc:  # a listing or a read that failed: the reason, not a bare internal error
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+            raise mcp_error(exc) from None
 
     async def on_list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                             ) -> types.ListToolsResult:

@@ -6,6 +6,7 @@ With ``PROMETHEUS_MULTIPROC_DIR`` set (before memfold is imported), every proces
 to that folder and the exposition adds them up: several server workers report as one."""
 
 from .exposition import exposition, prepare_multiprocess, summary
-from .registry import measured, observe_job, record_cache, record_tokens, timed
+from .registry import measured, observe_job, record_cache, record_stage, record_tokens, timed
 
-__all__ = ["exposition", "prepare_multiprocess", "summary", "measured", "timed", "record_cache", "record_tokens", "observe_job"]
+__all__ = ["exposition", "prepare_multiprocess", "summary", "measured", "timed", "record_cache", "record_tokens", "observe_job",
+           "record_stage"]

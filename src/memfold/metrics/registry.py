@@ -31,6 +31,17 @@ JOB = Histogram("memfold_maintenance_job_duration_seconds", "Latency of maintena
 TOKENS = Counter("memfold_llm_tokens", "LLM tokens used, as the endpoint reported them", ["kind"])
 CACHE = Counter("memfold_cache_requests", "Hot cache lookups by kind (query, vector, hot) and result "
                 "(hit, miss, skip: backend unavailable)", ["kind", "result"])
+# the opt-in quality stage of searches ([rerank]): steps are ``rerank`` and ``rewrite``
+STAGE_CALLS = Counter("memfold_rerank_calls", "Calls of the search quality stage ([rerank]) by step (rerank, rewrite), "
+                      "backend (llm, endpoint) and outcome (ok; fallback: the incoming order or query was kept)",
+                      ["step", "backend", "outcome"])
+STAGE_FALLBACKS = Counter("memfold_rerank_fallbacks", "Quality stage calls whose answer was not used, by step and "
+                          "reason (timeout, unreachable, http_error, malformed, out_of_range, duplicate)",
+                          ["step", "reason"])
+STAGE_SECONDS = Histogram("memfold_rerank_duration_seconds", "Latency of the quality stage's calls by step",
+                          ["step"], buckets=BUCKETS)
+STAGE_TOKENS = Counter("memfold_rerank_tokens", "Tokens the quality stage's endpoints reported, by step and kind",
+                       ["step", "kind"])
 TRIMS = Counter("memfold_memory_trims", "Times a server worker handed the C allocator's free memory back to the "
                 "system once a burst of requests was over")
 
@@ -111,3 +122,17 @@ def record_tokens(usage: dict[str, int]) -> None:
 def record_cache(kind: str, result: str) -> None:
     """One cache lookup: ``result`` is ``hit``, ``miss`` or ``skip`` (the backend is unavailable)."""
     _child(CACHE, kind, result).inc()
+
+
+def record_stage(step: str, backend: str, seconds: float, reason: str = "", usage: dict[str, int] | None = None
+                 ) -> None:
+    """One call of the search quality stage: ``reason`` empty when its answer was used, else why the
+    incoming order (or query) was kept; ``usage``: the tokens the endpoint reported."""
+    _child(STAGE_CALLS, step, backend, "fallback" if reason else "ok").inc()
+    if reason:
+        _child(STAGE_FALLBACKS, step, reason).inc()
+    _child(STAGE_SECONDS, step).observe(seconds)
+    for kind in ("prompt", "completion", "total"):
+        n = (usage or {}).get(f"{kind}_tokens")
+        if n:
+            _child(STAGE_TOKENS, step, kind).inc(n)

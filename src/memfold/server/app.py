@@ -16,8 +16,8 @@ from fastapi.staticfiles import StaticFiles
 
 from .. import __version__
 from ..config import Settings, load_settings
-from ..engine.memory import Memory
 from ..errors import ConfigError
+from ..facade.memory import Memory
 from ..index.vectors import pin_one_blas_thread
 from . import access, background, errors, plugins
 from .auth import KeyCheck

@@ -22,7 +22,7 @@ from .auth import authenticate  # its ApiError (401) is answered by the app's ha
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from ..engine.memory import Memory
+    from ..facade.memory import Memory
 
 log = logging.getLogger("memfold.server")
 

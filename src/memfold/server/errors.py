@@ -1,14 +1,14 @@
 """One JSON error shape for every failure: ``{"error": {"code", "message", "field"}}``.
 
-memfold's error tree maps to status codes here; request validation names the field; a 422 also
-lists every problem of the request in ``problems`` (``[{"field", "message"}]``), so that one round
+A memfold error's status and code come from ``errors.CODES``, its field from the error itself;
+request validation names the field and gives the code of the first problem (``limits.problem_code``); a 422 also
+lists every problem of the request in ``problems`` (``[{"field", "message", "code"}]``), so that one round
 trip fixes them all; an unexpected exception is logged and answered with a 500 that carries no
 stack trace."""
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -16,40 +16,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..errors import (
-    ConfigError,
-    IndexError_,
-    InvalidInputError,
-    LimitExceededError,
-    MemfoldError,
-    MemoryOffError,
-    NotFoundError,
-    ProviderError,
-    ProviderTimeout,
-    ReadOnlyWorkspaceError,
-    SecretRefusedError,
-    TooLongError,
-)
+from ..errors import CODES, MemfoldError, code_of
+from ..limits import problem_code
 
 log = logging.getLogger("memfold.server")
 
-# most specific first
-_STATUS: list[tuple[type[MemfoldError], int, str]] = [
-    (NotFoundError, 404, "not_found"),
-    (MemoryOffError, 409, "memory_off"),
-    (TooLongError, 422, "too_long"),
-    (SecretRefusedError, 422, "secret_refused"),
-    (InvalidInputError, 422, "invalid_input"),
-    (ConfigError, 422, "invalid_setting"),
-    (ReadOnlyWorkspaceError, 503, "read_only"),
-    (IndexError_, 503, "index_unavailable"),
-    (ProviderTimeout, 504, "provider_timeout"),
-    (ProviderError, 502, "provider_error"),
-]
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_input"}
 MAX_LISTED_PROBLEMS = 50  # validation problems spelled out in a 422's message (``problems`` lists every one)
-_FIELD = re.compile(r"^(?:the )?([a-z_][a-z0-9_]*) (?:must|is|needs|has)\b")
 
 
 class ApiError(Exception):
@@ -72,22 +46,14 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
                    headers: dict[str, str] | None = None, problems: list[dict[str, Any]] | None = None
                    ) -> JSONResponse:
     if status == 422 and problems is None:  # a 422 always lists its problems (here: the one)
-        problems = [{"field": field, "message": message}]
+        problems = [{"field": field, "message": message, "code": code}]
     return JSONResponse(error_body(code, message, field, problems), status_code=status, headers=headers)
 
 
 def memfold_status(exc: MemfoldError) -> tuple[int, str]:
-    if isinstance(exc, LimitExceededError):  # an amount over its bound: 413; a shape or a range: 422
-        return (413, "too_large") if exc.size_bound else (422, "out_of_range")
-    for cls, status, code in _STATUS:
-        if isinstance(exc, cls):
-            return status, code
-    return 500, "memfold_error"
-
-
-def _field_of(message: str) -> str | None:
-    m = _FIELD.match(message)
-    return m.group(1) if m else None
+    """The HTTP status and the code of a memfold error (``errors.CODES``)."""
+    row = code_of(exc)
+    return row.http_status, exc.code if exc.code in CODES else row.code
 
 
 def _loc_field(loc: Any) -> str:
@@ -118,8 +84,7 @@ def install(app: FastAPI) -> None:
         status, code = memfold_status(exc)
         if status >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, exc)
-        field = exc.field if isinstance(exc, LimitExceededError) else _field_of(str(exc)) if status == 422 else None
-        return error_response(status, code, str(exc), field)
+        return error_response(status, code, str(exc), exc.field)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -138,16 +103,17 @@ def install(app: FastAPI) -> None:
         else:
             message = f"{field}: {first.get('msg', 'invalid value')}"
         first_problem = str(first.get("msg", "invalid value")) if message.startswith(f"{field}: ") else message
-        problems = [{"field": field, "message": first_problem}]
-        problems += [{"field": _loc_field(e.get("loc", ())), "message": str(e.get("msg", "invalid value"))}
-                     for e in errors[1:]]
+        code = problem_code(str(first.get("type", "")), first.get("ctx"))  # type: ignore[arg-type]
+        problems = [{"field": field, "message": first_problem, "code": code}]
+        problems += [{"field": _loc_field(e.get("loc", ())), "message": str(e.get("msg", "invalid value")),
+                      "code": problem_code(str(e.get("type", "")), e.get("ctx"))} for e in errors[1:]]
         others = [f"{p['field']}: {p['message']}" for p in problems[1:]]
         if others:  # every problem named, so that one round trip fixes them all
             shown = others[:MAX_LISTED_PROBLEMS - 1]
             message += "; also " + "; ".join(shown)
             if len(others) > len(shown):
                 message += f"; {len(others) - len(shown):,} more, each in error.problems"
-        return error_response(422, "invalid_input", message, field, problems=problems)
+        return error_response(CODES[code].http_status, code, message, field, problems=problems)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -57,7 +57,7 @@ def _digest(secret: str) -> str:
 
 def check_scope(scope: str) -> str:
     if scope not in SCOPES:
-        raise InvalidInputError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+        raise InvalidInputError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}", field="scope")
     return scope
 
 
@@ -76,7 +76,7 @@ class KeyStore:
         if ALL_NAMESPACES in namespaces and scope != "admin":
             raise InvalidInputError("only an admin key may cover every namespace ('*')")
         if not isinstance(name, str) or len(name) > 200 or any(ord(c) < 32 for c in name):
-            raise InvalidInputError("name must be at most 200 characters without control characters")
+            raise InvalidInputError("name must be at most 200 characters without control characters", field="name")
         key_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         key = ApiKey(key_id, tuple(dict.fromkeys(namespaces)), scope, name, utcnow().isoformat(), None,

@@ -12,7 +12,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..limits import MAX_MESSAGES, MAX_RESULTS
+from ..limits import (
+    CONTENT,
+    ID,
+    MAX_MESSAGES,
+    MAX_RESULTS,
+    MESSAGE,
+    MESSAGES,
+    QUERY,
+    SKILL_FIELD,
+    SKILL_STEPS,
+    SKILL_TOOLS,
+    schema,
+)
 from ..tools.models import MemoryTypeName  # one list of the memory types for the tools and the HTTP API
 from .paging import MAX_CURSOR_CHARS
 
@@ -34,7 +46,7 @@ USER_ID = "Namespace (or ?user_id=, the same; default: the key's first namespace
 
 class ChatMessage(Strict):
     role: str = Field(description="user | assistant | system | tool")
-    content: str
+    content: str = Field(json_schema_extra=schema(MESSAGE))
 
 
 class AddMemoryRequest(Strict):
@@ -44,14 +56,14 @@ class AddMemoryRequest(Strict):
                                           {"role": "assistant", "content": "好的，我记住了。"}]},
         {"text": "Called the plumber about the leak", "note": True})
     user_id: str | None = Field(None, description=USER_ID)
-    text: str | None = Field(None, description="One memory (give text or messages)")
+    text: str | None = Field(None, description="One memory (give text or messages)", json_schema_extra=schema(CONTENT))
     messages: list[ChatMessage] | None = Field(
         None, description=f"Chat messages: episodic turns + extracted memories (at most {MAX_MESSAGES:,} per call; "
-                          "more are refused with 413)", json_schema_extra={"maxItems": MAX_MESSAGES})
+                          "more are refused with 413)", json_schema_extra=schema(MESSAGES))
     memory_type: MemoryTypeName | None = None
     importance: float | None = Field(None, ge=0, le=1)
-    agent_id: str | None = None
-    session_id: str | None = None
+    agent_id: str | None = Field(None, json_schema_extra=schema(ID))
+    session_id: str | None = Field(None, json_schema_extra=schema(ID))
     structured_data: dict[str, Any] | None = Field(None, description="A JSON object (bounded: see the limits)")
     metadata: dict[str, Any] | None = Field(None, description="Keys added to the structured_data of every memory stored")
     infer: bool = True
@@ -62,7 +74,7 @@ class SearchRequest(Strict):
     model_config = examples({"user_id": "alice", "query": "what does she drink?", "limit": 5},
                             {"query": "旅行计划", "filters": {"topic": "travel"}, "memory_type": "event"})
     user_id: str | None = Field(None, description=USER_ID)
-    query: str
+    query: str = Field(json_schema_extra=schema(QUERY))
     limit: int | None = Field(None, ge=1, le=MAX_RESULTS, description="Hits per page (default: the namespace's "
                               f"retrieve_limit); at most {MAX_RESULTS:,} hits in all pages together")
     cursor: str | None = Field(None, max_length=MAX_CURSOR_CHARS, description="The `next` of the previous page")
@@ -79,11 +91,14 @@ class SkillRequest(Strict):
                              "outcome": "the new docs are online"},
                             {"name": "给客户发周报", "when_to_use": "每周五下班前", "steps": ["汇总本周进度", "发邮件"]})
     user_id: str | None = Field(None, description=USER_ID)
-    name: str = Field(description="What the skill does, in a few words")
-    when_to_use: str | None = Field(None, description="The kind of task it is for")
-    steps: list[str] | None = Field(None, description="The steps that worked, in order (at most 50)")
-    tools: list[str] | None = Field(None, description="The tools the steps use (at most 20)")
-    outcome: str | None = Field(None, description="What it achieved")
+    name: str = Field(description="What the skill does, in a few words", json_schema_extra=schema(SKILL_FIELD))
+    when_to_use: str | None = Field(None, description="The kind of task it is for",
+                                    json_schema_extra=schema(SKILL_FIELD))
+    steps: list[str] | None = Field(None, description=f"The steps that worked, in order (at most {SKILL_STEPS.limit})",
+                                    json_schema_extra=schema(SKILL_STEPS))
+    tools: list[str] | None = Field(None, description=f"The tools the steps use (at most {SKILL_TOOLS.limit})",
+                                    json_schema_extra=schema(SKILL_TOOLS))
+    outcome: str | None = Field(None, description="What it achieved", json_schema_extra=schema(SKILL_FIELD))
     importance: float | None = Field(None, ge=0, le=1)
     agent_id: str | None = None
 
@@ -95,8 +110,8 @@ class RelationRequest(Strict):
     model_config = examples({"user_id": "alice", "source_id": "m-7f3a", "target_id": "m-2b91", "relation": "supports",
                              "strength": 0.8})
     user_id: str | None = Field(None, description=USER_ID)
-    source_id: str = Field(description="The memory the relation is from")
-    target_id: str = Field(description="The memory it is about")
+    source_id: str = Field(description="The memory the relation is from", json_schema_extra=schema(ID))
+    target_id: str = Field(description="The memory it is about", json_schema_extra=schema(ID))
     relation: RelationName
     strength: float = Field(1.0, ge=0, le=1)
 
@@ -105,7 +120,7 @@ class UpdateMemoryRequest(Strict):
     model_config = examples({"user_id": "alice", "content": "I'm vegan since March", "importance": 0.8},
                             {"structured_data": {"topic": "food"}})
     user_id: str | None = Field(None, description=USER_ID)
-    content: str | None = None
+    content: str | None = Field(None, json_schema_extra=schema(CONTENT))
     importance: float | None = Field(None, ge=0, le=1)
     memory_type: MemoryTypeName | None = None
     structured_data: dict[str, Any] | None = None
@@ -114,7 +129,7 @@ class UpdateMemoryRequest(Strict):
 class ForgetRequest(Strict):
     model_config = examples({"user_id": "alice", "query": "oolong tea", "dry_run": True})
     user_id: str | None = Field(None, description=USER_ID)
-    query: str = Field(description="A memory id, or words describing what to forget")
+    query: str = Field(description="A memory id, or words describing what to forget", json_schema_extra=schema(QUERY))
     dry_run: bool = False
 
 
@@ -255,15 +270,15 @@ class MemoryFile(BaseModel):
 class SessionRequest(Strict):
     model_config = examples({"user_id": "alice", "session_id": "chat-2026-03-01", "agent_id": "helper"})
     user_id: str | None = Field(None, description=USER_ID)
-    session_id: str
-    agent_id: str | None = None
+    session_id: str = Field(json_schema_extra=schema(ID))
+    agent_id: str | None = Field(None, json_schema_extra=schema(ID))
 
 
 class SessionMessageRequest(Strict):
     model_config = examples({"user_id": "alice", "role": "user", "content": "Remind me what I said about Lyon"})
     user_id: str | None = Field(None, description=USER_ID)
     role: str
-    content: str
+    content: str = Field(json_schema_extra=schema(MESSAGE))
 
 
 class ContextRequest(Strict):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from ..engine.memory import Memory
+    from ..facade.memory import Memory
 
 RouteAdder = Callable[["FastAPI", "Memory"], None]
 StartupTask = Callable[["FastAPI", "Memory"], Callable[[], None]]

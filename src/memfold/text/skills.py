@@ -59,7 +59,7 @@ class Skill:
 
 def _one_line(value: Any, what: str, field: str) -> str:
     if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
+        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}", field=field)
     over(SKILL_FIELD, len(value), what, field, "keep each field to one short line")
     return " ".join(value.split())
 
@@ -70,7 +70,7 @@ def _items(values: Any, field: str, bound: Bound) -> tuple[str, ...]:
     if isinstance(values, str):
         values = [values]
     if not isinstance(values, (list, tuple)):
-        raise InvalidInputError(f"{field} must be a list of texts, got {type(values).__name__}")
+        raise InvalidInputError(f"{field} must be a list of texts, got {type(values).__name__}", field=field)
     over(bound, len(values), field, field)
     return tuple(t for t in (_one_line(v, f"each of {field}", field) for v in values) if t)
 
@@ -80,7 +80,7 @@ def make(name: str, *, when_to_use: str | None = None, steps: Any = None, tools:
     """A new skill from a caller's fields, checked (each field one line, bounded)."""
     title = _one_line(name, "the skill's name", "name")
     if not title:
-        raise InvalidInputError("a skill needs a name (what it does, in a few words)")
+        raise InvalidInputError("a skill needs a name (what it does, in a few words)", field="name")
     return Skill(name=title, when_to_use=_one_line(when_to_use or "", "when_to_use", "when_to_use"),
                  steps=_items(steps, "steps", SKILL_STEPS), tools=_items(tools, "tools", SKILL_TOOLS),
                  outcome=_one_line(outcome or "", "outcome", "outcome"))

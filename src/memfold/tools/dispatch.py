@@ -1,7 +1,8 @@
 """Calling a tool by name with the model's arguments: ``call`` returns a JSON-serialisable dict and
 never raises. A bad argument, an unknown tool, a missing or ambiguous match, a secret, an oversized
-text, a refused path, memory switched off: ``{"ok": false, "error": {"code", "message"}}`` that the
-model can read and act on, so an agent loop goes on."""
+text, a refused path, memory switched off: ``{"ok": false, "error": {"code", "message", "field"}}``
+that the model can read and act on, so an agent loop goes on. The code is the error's own
+(``errors.CODES``), as over HTTP and in Python."""
 
 from __future__ import annotations
 
@@ -11,31 +12,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..engine import guard
-from ..engine.memory import Memory
-from ..errors import (
-    ConfigError,
-    InvalidInputError,
-    MemfoldError,
-    MemoryOffError,
-    NotFoundError,
-    PathRefusedError,
-    ProviderError,
-    ReadOnlyWorkspaceError,
-    SecretRefusedError,
-    TextMatchError,
-    TooLongError,
-)
-from ..limits import MAX_ARGUMENT_CHARS
+from ..engine.storage import guard
+from ..errors import CODES, InvalidInputError, LimitExceededError, MemfoldError, MemoryOffError, UnknownToolError
+from ..facade.memory import Memory
+from ..limits import MAX_ARGUMENT_CHARS, TOOL_ARGUMENTS, problem_code
 from .handlers import ToolContext
 from .models import ErrorInfo, ErrorResult
 from .registry import TOOLS
 from .schemas import anthropic_tools, openai_tools
 
 log = logging.getLogger("memfold")
-ERROR_CODES = ("invalid_argument", "unknown_tool", "no_match", "ambiguous_match", "secret_refused", "too_long",
-               "path_refused", "memory_off", "not_found", "read_only", "config_error", "provider_error",
-               "internal_error")
+ERROR_CODES = tuple(CODES)  # the codes of ``errors.CODES``: the same in Python, tools, MCP and HTTP
 
 
 def error(code: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -51,80 +38,71 @@ def call(memory: Memory, name: str, arguments: dict[str, Any] | str | None = Non
     try:
         tool = TOOLS.get(name) if isinstance(name, str) else None
         if tool is None:
-            return error("unknown_tool", f"there is no tool {name!r}; the tools are: {', '.join(TOOLS)}")
+            raise UnknownToolError(f"there is no tool {name!r}; the tools are: {', '.join(TOOLS)}", field="name")
         args = _arguments(arguments)
-        if isinstance(args, dict) and "error" in args and args.get("ok") is False:
-            return args
         if not memory.memory_enabled(user_id):
             raise MemoryOffError(f"memory is switched off for user {user_id!r}; nothing is read or written "
                                  f"(`memfold memory on --user {user_id}` switches it on)")
         try:
             parsed = tool.input.model_validate(args)
         except ValidationError as exc:
-            return _validation_error(tool.name, exc)
+            raise _validation_error(tool.name, exc) from None
         result = tool.handler(memory, parsed, ToolContext(user_id=user_id, agent_id=agent_id))
         return result.model_dump(mode="json")
     except MemfoldError as exc:
-        return error(_code(exc), str(exc), getattr(exc, "field", None))
+        return error(exc.code if exc.code in CODES else "memfold_error", str(exc), exc.field)
     except Exception as exc:  # a bug must not end the agent's loop: reported, logged with its trace
         log.exception("tool %s failed", name)
         return error("internal_error", f"{type(exc).__name__}: {exc}")
 
 
-def _arguments(arguments: dict[str, Any] | str | None) -> Any:
+def _arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if arguments is None:
         return {}
     if isinstance(arguments, str):
         if len(arguments) > MAX_ARGUMENT_CHARS:
-            return error("too_long", f"the arguments are {len(arguments):,} characters long, over the limit of "
-                                     f"{MAX_ARGUMENT_CHARS:,}", "arguments")
+            raise LimitExceededError(f"the arguments are {len(arguments):,} characters long, over the limit of "
+                                     f"{MAX_ARGUMENT_CHARS:,}", field=TOOL_ARGUMENTS.field, limit=MAX_ARGUMENT_CHARS,
+                                     size=len(arguments))
         if not arguments.strip():
             return {}
         try:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as exc:
-            return error("invalid_argument", f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
-                                             "send a JSON object")
+            raise InvalidInputError(f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
+                                    "send a JSON object", field="arguments") from None
     if not isinstance(arguments, dict):
-        return error("invalid_argument", f"the arguments must be a JSON object, got {type(arguments).__name__}")
+        raise InvalidInputError(f"the arguments must be a JSON object, got {type(arguments).__name__}",
+                                field="arguments")
     return arguments
 
 
-def _validation_error(name: str, exc: ValidationError) -> dict[str, Any]:
+def _validation_error(name: str, exc: ValidationError) -> InvalidInputError:
+    """The error of a tool's arguments refused by its input model: every problem in the message, the
+    first one's field and code (``limits.problem_code``)."""
     problems = []
-    too_long = False
-    first: str | None = None
+    first: tuple[str, str] | None = None
     for e in exc.errors(include_url=False):
         field = ".".join(str(p) for p in e["loc"]) or "arguments"
-        first = first or field
         kind = e["type"]
+        first = first or (field, problem_code(kind, e.get("ctx")))
         if kind == "missing":
             problems.append(f"argument {field!r} is missing")
         elif kind == "extra_forbidden":
             known = ", ".join(TOOLS[name].input.model_fields)
             problems.append(f"unknown argument {field!r} (the arguments of {name} are: {known})")
         else:
-            too_long = too_long or kind == "string_too_long"
             problems.append(f"argument {field!r}: {e['msg']} (got {_shown(e.get('input'))})")
-    return error("too_long" if too_long else "invalid_argument", f"{name}: " + "; ".join(problems), first)
+    field, code = first or ("arguments", "invalid_input")
+    message = f"{name}: " + "; ".join(problems)
+    if code == "invalid_input":
+        return InvalidInputError(message, field=field)
+    return LimitExceededError(message, field=field, size_bound=code == "limit_exceeded")
 
 
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _code(exc: MemfoldError) -> str:
-    if isinstance(exc, TextMatchError):
-        return exc.reason
-    for cls, code in ((PathRefusedError, "path_refused"), (TooLongError, "too_long"),
-                      (SecretRefusedError, "secret_refused"), (MemoryOffError, "memory_off"),
-                      (NotFoundError, "not_found"), (InvalidInputError, "invalid_argument"),
-                      (ReadOnlyWorkspaceError, "read_only"), (ConfigError, "config_error"),
-                      (ProviderError, "provider_error")):
-        if isinstance(exc, cls):
-            return code
-    return "internal_error"
 
 
 class MemoryTools:

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ..engine.guard import screen_text
-from ..engine.memory import Memory
-from ..engine.relations import related
+from ..engine.storage.guard import screen_text
 from ..errors import InvalidInputError, NotFoundError, PathRefusedError, TextMatchError
+from ..facade.memory import Memory
+from ..facade.relations import related
 from ..limits import MAX_TOOL_RESULTS, WRITE_LINES, over
 from ..models import FILE_MEMORY, AddResult
 from ..text.memory_markdown import DEFAULT_TYPE_OF_SECTION, HEADINGS, parse
@@ -102,7 +102,8 @@ def memory_relate(m: Memory, a: MemoryRelateInput, ctx: ToolContext) -> RelateRe
         raise InvalidInputError(f"{a.action} needs other_id: the memory the relation is about")
     if a.action == "add":
         if a.relation is None:
-            raise InvalidInputError("add needs relation: supports, contradicts, refines, duplicates or summarizes")
+            raise InvalidInputError("add needs relation: supports, contradicts, refines, duplicates or summarizes",
+                                    field="relation")
         m.relate(a.memory_id, a.other_id or "", a.relation, ctx.user_id, strength=a.strength)
         out.added = True
     elif a.action == "remove":

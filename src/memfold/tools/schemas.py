@@ -16,7 +16,7 @@ LANGUAGES = ("en", "zh")
 
 def _check(language: str) -> str:
     if language not in LANGUAGES:
-        raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}")
+        raise InvalidInputError(f"language must be 'en' or 'zh', got {language!r}", field="language")
     return language
 
 

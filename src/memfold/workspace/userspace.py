@@ -46,12 +46,13 @@ def check_user_id(user_id: str, name: str = "user_id") -> str:
     zero-width joiners). Returns the id in Unicode normal form C, the form every folder name and
     index row uses (so "José" typed with a combining accent is the same user as "José")."""
     if not isinstance(user_id, str):
-        raise InvalidInputError(f"{name} must be a string, got {type(user_id).__name__} {user_id!r}")
+        raise InvalidInputError(f"{name} must be a string, got {type(user_id).__name__} {user_id!r}", field=name)
     if (_PLAIN_ID.fullmatch(user_id) and ".." not in user_id and user_id[-1] != "."
             and user_id.split(".")[0].lower() not in _WINDOWS_RESERVED):
         return user_id  # the common case (ASCII letters and digits), at regex speed: ids are checked at every call
     if not user_id.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in user_id):
-        raise InvalidInputError(f"invalid {name} {user_id!r}: it contains a lone surrogate, which is not valid text")
+        raise InvalidInputError(f"invalid {name} {user_id!r}: it contains a lone surrogate, which is not valid text",
+                                field=name)
     uid = user_id if user_id.isascii() else unicodedata.normalize("NFC", user_id)
     problem = None
     if not uid:
@@ -82,7 +83,7 @@ def check_user_id(user_id: str, name: str = "user_id") -> str:
         if bad is not None:
             problem = f"{bad!r} is not allowed; {_RULES}"
     if problem:
-        raise InvalidInputError(f"invalid {name} {user_id!r}: {problem}")
+        raise InvalidInputError(f"invalid {name} {user_id!r}: {problem}", field=name)
     return uid
 
 
@@ -134,7 +135,7 @@ class UserSpace:
 
     def memory_files(self) -> list[str]:
         """Relative paths of all memory files that exist, MEMORY.md first."""
-        base = os.fspath(self.dir)  # plain strings: every search checks these (engine/store.py, sync)
+        base = os.fspath(self.dir)  # plain strings: every search checks these (engine/storage/store.py, sync)
         out = [rel for rel in (FILE_MEMORY, FILE_LEARNINGS) if os.path.exists(os.path.join(base, rel))]
         mem = self.dir / "memory"
         if os.path.isdir(os.path.join(base, "memory")):

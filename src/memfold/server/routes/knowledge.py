@@ -7,8 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
-from ...engine.memory import Memory
-from ...engine.relations import related
+from ...facade.memory import Memory
+from ...facade.relations import related
+from ...limits import MAX_ID_CHARS
 from .. import models as m
 from .. import paging
 from ..auth import Caller, caller
@@ -60,7 +61,7 @@ def add_relation(body: m.RelationRequest, user_id: str | None = UserQuery, c: Ca
 
 
 @router.delete("/relations", response_model=dict[str, int])
-def remove_relation(source_id: str = Query(..., max_length=256), target_id: str = Query(..., max_length=256),
+def remove_relation(source_id: str = Query(..., max_length=MAX_ID_CHARS), target_id: str = Query(..., max_length=MAX_ID_CHARS),
                     relation: m.RelationName | None = None, user_id: str | None = UserQuery,
                     c: Caller = Depends(caller), mem: Memory = Depends(memory)) -> Any:
     """Delete the relations from one memory to another (of one kind, or every kind)."""

@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from ...engine.memory import Memory
 from ...errors import IndexError_, InvalidInputError
+from ...facade.memory import Memory
 from ...limits import MAX_RESULTS
 from ...models import utcnow
 from .. import models as m
@@ -97,7 +97,7 @@ def list_memories(user_id: str | None = UserQuery, memory_type: m.MemoryTypeName
     try:
         where = json.loads(filters) if filters else None
     except ValueError as exc:
-        raise InvalidInputError(f"filters must be a JSON object: {exc}") from None
+        raise InvalidInputError(f"filters must be a JSON object: {exc}", field="filters") from None
     if offset is not None:
         if cursor:
             raise ApiError(422, "invalid_input", "give cursor or offset, not both", "offset")

@@ -7,8 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from ...engine.memory import Memory
-from ...engine.session import Session
+from ...engine.conversation.session import Session
+from ...facade.memory import Memory
 from .. import models as m
 from .. import paging
 from ..auth import Caller, caller
@@ -120,4 +120,4 @@ def _known(mem: Memory, user_id: str, session_id: str) -> None:
     from ...errors import NotFoundError
 
     if session_id not in mem.sessions(user_id):
-        raise NotFoundError(f"no session {session_id!r} for user {user_id!r}")
+        raise NotFoundError(f"no session {session_id!r} for user {user_id!r}", field="session_id")

@@ -9,8 +9,8 @@ import numpy as np
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from ...engine.memory import Memory
 from ...errors import MemfoldError
+from ...facade.memory import Memory
 from .. import models as m
 from ..auth import Caller, caller
 from .memories import UserQuery, memory

@@ -14,7 +14,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from ...engine.memory import Memory
+from ...errors import CODES
+from ...facade.memory import Memory
 from ...tools import TOOLS, Tool, call, openai_tools
 from ...tools.models import ErrorResult
 from .. import models as m
@@ -24,9 +25,6 @@ from ..paging import CursorQuery, LimitQuery
 from .memories import memory, one_user
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
-STATUS = {"invalid_argument": 422, "unknown_tool": 404, "no_match": 422, "ambiguous_match": 422,
-          "secret_refused": 422, "too_long": 422, "path_refused": 422, "memory_off": 409, "not_found": 404,
-          "read_only": 503, "config_error": 422, "provider_error": 502, "internal_error": 500}
 
 
 @router.get("", response_model=m.ToolPage)
@@ -75,7 +73,7 @@ def _endpoint(tool: Tool) -> Any:
             err = result.get("error") or {}
             return JSONResponse({"ok": False, "error": {"code": err.get("code", "internal_error"),
                                                         "message": err.get("message", ""), "field": err.get("field")}},
-                                status_code=STATUS.get(err.get("code", ""), 422))
+                                status_code=CODES[err["code"]].http_status if err.get("code") in CODES else 500)
         return result
 
     P = inspect.Parameter
@@ -96,10 +94,11 @@ def _endpoint(tool: Tool) -> Any:
 
 for _tool in TOOLS.values():
     router.add_api_route(f"/{_tool.name}", _endpoint(_tool), methods=["POST"], response_model=_tool.result,
-                         responses={422: {"model": ErrorResult}}, summary=_tool.name)
+                         responses={422: {"model": ErrorResult}, 413: {"model": ErrorResult}}, summary=_tool.name)
 
 
 @router.post("/{name}", include_in_schema=False)
 def unknown_tool(name: str, c: Caller = Depends(caller)) -> Any:
     return JSONResponse({"ok": False, "error": {"code": "unknown_tool", "field": "name", "message":
-                         f"there is no tool {name!r}; the tools are: {', '.join(TOOLS)}"}}, status_code=404)
+                         f"there is no tool {name!r}; the tools are: {', '.join(TOOLS)}"}},
+                        status_code=CODES["unknown_tool"].http_status)
