@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   install memfold (no extras) and run the main job (offline, embedded index)
-#   make test   install the dev extra and run the whole test suite
+#   make test   install the dev extra and run the whole test suite (on every core, with coverage)
 # (make lint: ruff, mypy and the import contracts; make docs: the documentation site, built strictly; CI runs both before the tests)
 PY ?= python3
 VENV ?= .venv
@@ -28,7 +28,7 @@ demo: $(BASE)
 	$(BIN)/memfold --root .memfold-demo demo
 
 test: $(DEV)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup --cov=memfold --cov-report=term
 
 lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks docsgen

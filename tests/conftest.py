@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,8 @@ import pytest
 from memfold import Memory
 from memfold.providers.embedder import UseEmbedder
 
+from .support.cli import CliResult
+from .support.cli import run_cli as _run_cli
 from .support.openai_server import ScriptedOpenAIServer
 from .support.postgres import pg_dsn, pg_server  # noqa: F401  (PostgreSQL fixtures for every suite)
 from .support.redis_server import redis_server  # noqa: F401  (a real redis-server on a loopback port)
@@ -50,10 +50,6 @@ def llm_server():
     srv.stop()
 
 
-def run_cli(root: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run the real ``memfold`` command in a subprocess."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "memfold", "--root", str(root), *args],
-                          capture_output=True, text=True, input=input, env=full_env, timeout=timeout)
+def run_cli(root: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """``memfold --root ROOT ARGS`` run in this process (tests/support/cli.py: ``run_cli_process`` runs it in a new one)."""
+    return _run_cli(["--root", str(root), *args], input=input, env=env)

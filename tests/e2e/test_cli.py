@@ -1,4 +1,5 @@
-"""The ``memfold`` command as a user runs it (real subprocesses)."""
+"""The ``memfold`` command as a user runs it: its ``main()`` in the test process
+(tests/e2e/test_cli_process.py starts real processes)."""
 
 from __future__ import annotations
 

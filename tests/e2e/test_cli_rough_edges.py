@@ -1,4 +1,4 @@
-"""Rough edges a new user hit on the command line (real subprocesses)."""
+"""Rough edges a new user hit on the command line (the command's ``main()`` run in the test process)."""
 
 from __future__ import annotations
 

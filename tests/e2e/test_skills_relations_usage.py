@@ -1,4 +1,4 @@
-"""Skills, relations and the usage record through the real CLI (subprocesses) and the HTTP API
+"""Skills, relations and the usage record through the CLI (its ``main()`` in the test process) and the HTTP API
 (uvicorn on a loopback port, httpx)."""
 
 from __future__ import annotations
