@@ -26,7 +26,8 @@ WORKERS, ADDS = 4, 60
 REPO = Path(__file__).resolve().parents[2]
 
 WORKER = textwrap.dedent("""
-    import json, random, sys
+    import faulthandler, json, random, sys
+    faulthandler.dump_traceback_later(400, exit=True)  # a worker stuck shows where, instead of hanging the test
     from memfold import Memory
     from tests.support.hash_embedder import HashEmbedder
 
@@ -103,15 +104,20 @@ def test_an_unlocked_editor_and_four_writers_lose_nothing(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
     editor = subprocess.Popen([sys.executable, "-c", EDITOR, str(path), str(log), str(stop)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(root), str(w), str(ADDS)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-             for w in range(WORKERS)]
+    # each worker's output goes to a file: a pipe nobody reads while the test waits for another
+    # worker fills up, and a worker blocked writing its warnings while holding the lock stops them all
+    outs = [(tmp_path / f"worker{w}.out", tmp_path / f"worker{w}.err") for w in range(WORKERS)]
+    procs = []
+    for w, (out, err_path) in enumerate(outs):
+        with open(out, "w") as fo, open(err_path, "w") as fe:
+            procs.append(subprocess.Popen([sys.executable, "-c", WORKER, str(root), str(w), str(ADDS)],
+                                          stdout=fo, stderr=fe, text=True, env=env, cwd=REPO))
     acked: list[tuple[str, str]] = []
     try:
-        for p in procs:
-            stdout, stderr = p.communicate(timeout=600)
-            assert p.returncode == 0, stderr[-3000:]
-            acked += [tuple(x) for x in json.loads(stdout.strip().splitlines()[-1])]
+        for p, (out, err_path) in zip(procs, outs):
+            p.wait(timeout=600)
+            assert p.returncode == 0, err_path.read_text(encoding="utf-8")[-3000:]
+            acked += [tuple(x) for x in json.loads(out.read_text(encoding="utf-8").strip().splitlines()[-1])]
     finally:
         stop.touch()
         _, err = editor.communicate(timeout=60)
