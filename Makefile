@@ -28,7 +28,7 @@ demo: $(BASE)
 	$(BIN)/memfold --root .memfold-demo demo
 
 test: $(DEV)
-	$(BIN)/python -m pytest -n auto --dist loadgroup --cov=memfold --cov-report=term
+	$(BIN)/python -m pytest -n 4 --dist loadgroup --cov=memfold --cov-report=term
 
 lint: $(DEV)
 	$(BIN)/ruff check src tests benchmarks docsgen
