@@ -278,3 +278,18 @@ def test_update_refreshes_rule_derived_structure_only(mem: Memory):
         "key": "dog", "value": "called Biscuit"}
     custom = mem.add("my cat is called Tom", "alice", structured_data={"pet": "cat"}).added[0]
     assert mem.update(custom.id, "alice", content="my cat is called Tim").structured_data == {"pet": "cat"}
+
+
+def test_policy_arguments_replaced_on_an_open_memory(tmp_path):
+    from memfold import Memory
+    from memfold.errors import ConfigError
+
+    with Memory(root=tmp_path / "ws", policy={"retrieve_limit": 3}) as mem:
+        for i in range(6):
+            mem.add(f"note {i} about the garden shed", "alice", infer=False)
+        assert len(mem.search("garden shed", "alice")) == 3
+        mem.use_policy_arguments({"retrieve_limit": 5})
+        assert mem.policy("alice").retrieve_limit == 5 and len(mem.search("garden shed", "alice")) == 5
+        with pytest.raises(ConfigError, match="no_such_key"):
+            mem.use_policy_arguments({"no_such_key": 1})
+        assert mem.policy("alice").retrieve_limit == 5  # the arguments before stay

@@ -186,10 +186,7 @@ class Probe:
 def use_policy(mem: Memory, overrides: dict[str, Any]) -> None:
     """Search ``mem`` with these policy arguments from now on (tuning asks the same ingested
     memories under many policies; only read-path keys make sense here)."""
-    with mem._lock:
-        mem._policy_args = dict(overrides)
-        mem._policies.clear()
-        mem.policy("default")  # validates the values
+    mem.use_policy_arguments(dict(overrides))
 
 
 def methods(baselines: bool) -> tuple[str, ...]:

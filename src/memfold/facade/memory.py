@@ -600,6 +600,25 @@ class Memory:
 
     # ---- policy: the effective policy of a namespace, its policy files and policy evolution ----------
 
+    def use_policy_arguments(self, policy: dict[str, Any]) -> None:
+        """Replace the policy arguments given when this ``Memory`` was made (``Memory(policy=...)``):
+        every later call of every namespace uses them, over its policy files. Checked at once: a
+        bad key or value raises ``ConfigError`` naming it and the arguments before stay. For a
+        program that asks the same memories under several policies, e.g. a tuning loop."""
+        if not isinstance(policy, dict):
+            raise InvalidInputError(f"policy must be a dict of policy keys, got {type(policy).__name__}",
+                                    field="policy")
+        with self._lock:
+            before = self._policy_args
+            self._policy_args = dict(policy)
+            self._policies.clear()
+            try:
+                self.policy("default")
+            except ConfigError:
+                self._policy_args = before
+                self._policies.clear()
+                raise
+
     def policy(self, user_id: str = "default") -> Policy:
         """The effective policy of a namespace: defaults → config → policy_overrides.json → arguments.
         Read again when the overrides file changed (a session keeps the policy it started with);
