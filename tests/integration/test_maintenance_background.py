@@ -105,3 +105,25 @@ def test_a_background_job_stops_at_its_time_budget_and_close_does_not_wait(root:
         assert res.status == "not_due" and "time budget" in res.reason, res.summary()
         run = run_due(m, "dora", jobs=["compress_old_memories"], bounds=Bounds(job_seconds=60))
         assert run.results[0].status == "done", run.results[0].summary()
+
+
+def test_a_scheduler_another_part_started_ends_when_its_memory_is_closed(root: Path, caplog: Any):
+    """A scheduler that ``Memory`` did not start (a server's) is not stopped by ``close()``: it must
+    notice the memory is closed and end, instead of failing a run on a closed index every time."""
+    import logging
+
+    from memfold.maintenance.schedule import Scheduler
+
+    from ..support.hash_embedder import HashEmbedder
+
+    runs: list[Any] = []
+    m = Memory(root=root, embedder=HashEmbedder(), background=False)
+    m.add("I water the ferns on Sundays", "alice")
+    sched = Scheduler(m, interval=0.05, on_run=runs.append).start()
+    assert wait_for(lambda: len(runs) >= 1)
+    with caplog.at_level(logging.ERROR, logger="memfold"):
+        m.close()
+        assert m.closed
+        assert wait_for(lambda: not sched.running, 10.0)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    sched.stop()

@@ -171,7 +171,9 @@ def test_soak_mixed_calls_from_threads_stay_bounded(root, embedder, small_thresh
 
     assert len(counts) == 2 * THREADS and set(counts.values()) == {OPS_PER_THREAD}  # every worker ran to its end
     for u in USERS:
-        assert abs(live_1[u] - live_2[u]) <= 8, (live_1, live_2)  # a few rows: forget and update may merge some
+        # about the same data in both halves: each add is balanced by a delete, but which adds merge
+        # into a near-duplicate (and so leave one row fewer) varies from run to run
+        assert abs(live_1[u] - live_2[u]) <= BASE_ROWS // 5, (live_1, live_2)
     # the same data after 640 more calls: the process holds no more than before. The search
     # structures grow by doubling their capacity, so they may be up to twice their used size (checked
     # against the data by _check_structures); everything else must be flat.

@@ -100,6 +100,7 @@ class Memory:
         self._file_sizes: dict[str, tuple[tuple[int, int], int | None]] = {}  # user -> (file stat, characters)
         self.policy("default")  # validate argument overrides at construction
         self._scheduler: Any = None
+        self._closed = False
         if background:
             self.start_maintenance()
 
@@ -179,6 +180,7 @@ class Memory:
         """Close the index and the LLM client (the chat model made from the settings), after a
         background compression in progress has finished (a background maintenance run stops at its
         next step)."""
+        self._closed = True  # a background run started by anyone ends at its next step
         if self._scheduler is not None:
             self._scheduler.stop()
         if "_auto" in self.__dict__:
@@ -193,6 +195,11 @@ class Memory:
         if self.retriever.stage is not None:
             self.retriever.stage.close()
         self.index.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called."""
+        return self._closed
 
     def __enter__(self) -> "Memory":
         return self

@@ -89,10 +89,13 @@ class Scheduler:
             pass
         if self.first_after > 0:
             self._stop.wait(self.first_after)
-        while not self._stop.is_set():
+        while not self._stop.is_set() and not self.memory.closed:
             try:
                 self.run_once()
             except Exception:  # noqa: BLE001 - a bad run must not end the background thread
+                if self.memory.closed:  # the memory was closed under the run: nothing is left to keep
+                    log.debug("background maintenance stopped: the memory was closed during a run")
+                    break
                 log.exception("maintenance run failed")
             self.runs += 1
             self._stop.wait(self.interval)
