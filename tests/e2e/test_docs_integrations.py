@@ -54,6 +54,9 @@ def test_async_memory(tmp_path: Path):
 def test_client(tmp_path: Path):
     with Memory(root=tmp_path / "server") as mem, LiveServer(create_app(mem)) as srv:
         key = KeyStore(mem.index).create(["alice"], "write")[0]
+        # the model loaded before the example's first call: the example's timeout is for a warm
+        # server, and a loaded test machine may take longer than that to load it
+        mem.embedder.embed(["a warm-up text"])
         lines = _run(BLOCKS["A program on another machine: `memfold.Client`"], tmp_path, MEMFOLD_URL=srv.url,
                      MEMFOLD_API_KEY=key).splitlines()
     assert lines[0] == "I prefer window seats on long flights"
