@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from ..engine.read.read import in_order
 from ..errors import ConfigError
 from ..metrics import record_stage
 from ..models import SearchHit
@@ -51,17 +51,6 @@ def fuse_lists(lists: list[list[SearchHit]]) -> list[SearchHit]:
             first.setdefault(h.record.id, h)
     order = sorted(first, key=lambda mid: -score[mid])  # stable: first seen wins a tie
     return [first[mid] for mid in order]
-
-
-def in_order(hits: list[SearchHit], order: list[int]) -> list[SearchHit]:
-    """``hits`` in ``order``, each score at most the one placed before it (scores stay decreasing)."""
-    out: list[SearchHit] = []
-    for i in order:
-        h = hits[i]
-        if out and h.score > out[-1].score:
-            h = replace(h, score=out[-1].score)
-        out.append(h)
-    return out
 
 
 class QualityStage:

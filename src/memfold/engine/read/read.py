@@ -157,16 +157,16 @@ def collapse_turn_copies(hits: list[SearchHit], absorbed: dict[str, list[MemoryR
 def _own_words_first(hits: list[SearchHit], qset: set[str]) -> list[SearchHit]:
     """``rank_neighbours.own_words_first`` on ranked hits: a turn moved below a result holding the
     query's words in its own takes that result's score when its own was higher."""
-    return _in_order(hits, own_words_first([h.record for h in hits], qset))
+    return in_order(hits, own_words_first([h.record for h in hits], qset))
 
 
 def _one_place_per_turn(hits: list[SearchHit]) -> list[SearchHit]:
     """``turns.one_place_per_turn`` on ranked hits (a memory moved down takes the score above it
     when its own was higher)."""
-    return _in_order(hits, one_place_per_turn([h.record for h in hits]))
+    return in_order(hits, one_place_per_turn([h.record for h in hits]))
 
 
-def _in_order(hits: list[SearchHit], order: list[int]) -> list[SearchHit]:
+def in_order(hits: list[SearchHit], order: list[int]) -> list[SearchHit]:
     """``hits`` in ``order``, each score at most the one placed before it."""
     if order == list(range(len(hits))):
         return hits
