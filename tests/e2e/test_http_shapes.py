@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -196,6 +197,10 @@ def test_one_access_line_per_request_without_the_key_or_the_words(srv):
         c.get("/v1/memories", params={"user_id": "alice", "limit": 5})
         httpx.get(srv.url + "/v1/whoami", headers={"Authorization": "Bearer mfk_nope_wrong"}, timeout=60)
         httpx.get(srv.url + "/healthz", timeout=60)
+        # a line is written once its answer is sent: the last one may come a moment after the client has it
+        deadline = time.monotonic() + 30
+        while len(lines.records) < 5 and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.02)
     finally:
         logger.removeHandler(lines)
         logger.setLevel(old_level)
