@@ -434,7 +434,17 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             if held is None or held[0] != holder:
                 return
             del self._leases[(user_id, name)]
-            held[1].close()  # the session ends: its advisory lock goes with it
+            self._end_lease(user_id, name, held[1])
+
+    def _end_lease(self, user_id: str, name: str, conn: Any) -> None:
+        """Unlock, then close: a closed session's lock is freed by the server a moment after the close returns."""
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (leases.advisory_key(user_id, name),))
+        except self._psycopg.Error as exc:  # the session is going anyway, and its lock with it
+            log.warning("PostgreSQL index at %s: lease %s/%s not unlocked before close: %s", self.where,
+                        user_id, name, exc)
+        finally:
+            conn.close()
 
     def storage_bytes(self) -> int:
         """Size on disk of the index's tables with their indexes and TOAST (for ``memfold bench``)."""
@@ -454,8 +464,8 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
                           len(self._access), exc)
             self._access = None
         with self._lock:
-            for _, conn in self._leases.values():
-                conn.close()
+            for (user_id, name), (_, conn) in self._leases.items():
+                self._end_lease(user_id, name, conn)
             self._leases.clear()
         self._keywords.clear()
         self._near.clear()
