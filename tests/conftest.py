@@ -15,6 +15,7 @@ from .support.cli import run_cli as _run_cli
 from .support.openai_server import ScriptedOpenAIServer
 from .support.postgres import pg_dsn, pg_server  # noqa: F401  (PostgreSQL fixtures for every suite)
 from .support.redis_server import redis_server  # noqa: F401  (a real redis-server on a loopback port)
+from .support.warm_python import WarmPython
 
 _EMBEDDER = UseEmbedder()  # one model per test process: loading it is the slow part
 
@@ -41,6 +42,14 @@ def mem(root: Path):
     m = Memory(root=root, embedder=_EMBEDDER)
     yield m
     m.close()
+
+
+@pytest.fixture(scope="session")
+def warm_python():
+    """A ``python`` that runs each program in a new process forked from one with memfold imported
+    and the model loaded (tests/support/warm_python.py), for tests that start many short programs."""
+    with WarmPython() as warm:
+        yield warm
 
 
 @pytest.fixture

@@ -70,10 +70,13 @@ def test_every_example_is_run_or_says_why_not():
 
 @pytest.mark.parametrize("page", [_rel(p) for p in [README, *PAGES]
                                   if any((m or "").startswith("test") for m, *_ in _blocks(p))])
-def test_the_examples_of_a_page_run(page: str, tmp_path: Path):
+def test_the_examples_of_a_page_run(page: str, tmp_path: Path, warm_python):
+    # each block and each memfold command runs in a process of its own, forked from one that has
+    # memfold imported and the model loaded (tests/support/warm_python.py)
+    python = str(warm_python.command)
     shims = tmp_path / "bin"
     shims.mkdir()
-    (shims / "memfold").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m memfold "$@"\n')
+    (shims / "memfold").write_text(f'#!/bin/sh\nexec "{python}" -m memfold "$@"\n')
     (shims / "memfold").chmod(0o755)
     work = tmp_path / "work"
     work.mkdir()
@@ -88,7 +91,7 @@ def test_the_examples_of_a_page_run(page: str, tmp_path: Path):
         if kind == "server":
             code = code.replace("8765", str(_free_port()))
         if lang == "python":
-            cmd = [sys.executable, "-c", code]
+            cmd = [python, "-c", code]
         else:
             cmd = ["bash", "-c", "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + code]
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -1,4 +1,4 @@
-"""Every example of docs/integrations.md, run as written in a fresh process: the adapters against
+"""Every example of docs/integrations.md, run as written in a process of its own: the adapters against
 the real frameworks, the client against a live server, the agent against the scripted
 OpenAI-compatible server."""
 
@@ -23,11 +23,19 @@ PAGE = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_t
 BLOCKS = {m.group(1): m.group(2) for m in re.finditer(r"\n## ([^\n]+)\n.*?```python\n(.*?)```", PAGE, re.S)}
 
 
+PYTHON = sys.executable  # replaced by the warm python (tests/support/warm_python.py): a new process, memfold imported
+
+
+@pytest.fixture(autouse=True)
+def _warm(warm_python) -> None:
+    global PYTHON
+    PYTHON = str(warm_python.command)
+
+
 def _run(code: str, tmp_path: Path, **env_more: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMFOLD_", "OPENAI_"))}
     env.update(MEMFOLD_HOME=str(tmp_path / "ws"), **env_more)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                         timeout=300)
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 

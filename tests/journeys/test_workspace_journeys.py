@@ -26,13 +26,23 @@ CAR, SISTER = "我开一辆白色的特斯拉", "我的妹妹在北京当护士"
 ZH_FACTS = (CAT, BIRTHDAY, CAR, SISTER, "我对花生过敏", "我下个月要去上海出差")
 
 
+PYTHON = sys.executable  # replaced by the warm python (tests/support/warm_python.py): a new process, memfold imported
+
+
+@pytest.fixture(autouse=True)
+def _warm(warm_python) -> None:
+    global PYTHON
+    PYTHON = str(warm_python.command)
+
+
 def memfold(cwd: Path, *args: str, env: dict[str, str] | None = None, input: str | None = None
             ) -> subprocess.CompletedProcess:
-    """The real ``memfold`` command, run from ``cwd`` with no workspace named unless ``args`` or ``env`` do."""
+    """The real ``memfold`` command in a process of its own, run from ``cwd`` with no workspace named
+    unless ``args`` or ``env`` do."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "memfold", *args], cwd=cwd, capture_output=True, text=True,
-                          env=full_env, input=input, timeout=300)
+    return subprocess.run([PYTHON, "-m", "memfold", *args], cwd=cwd, capture_output=True,
+                          text=True, env=full_env, input=input, timeout=300)
 
 
 def contents(hits: list) -> list[str]:
