@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,35 @@ from .support.postgres import pg_dsn, pg_server  # noqa: F401  (PostgreSQL fixtu
 from .support.redis_server import redis_server  # noqa: F401  (a real redis-server on a loopback port)
 from .support.warm_python import WarmPython
 
+_SHM_BASE = pytest.StashKey[Path]()
+
 _EMBEDDER = UseEmbedder()  # one model per test process: loading it is the slow part
+
+# The tests' folders (tmp_path) on a file system in memory when the machine has one: every write of
+# MEMORY.md is synced to disk and renamed into place, and on a disk thousands of those syncs took a
+# third of the suite's time; in memory they cost nothing, and what the tests check (the files'
+# contents, what a killed process leaves behind) is the same. Not when --basetemp names a folder.
+SHM = Path("/dev/shm")
+KEEP_FAILED_RUNS = 2  # the folders of the last failed runs stay for a look; older ones go
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp or hasattr(config, "workerinput") or not (SHM.is_dir() and os.access(SHM, os.W_OK)):
+        return  # a worker of pytest-xdist gets its folder from the main process
+    import tempfile
+
+    old = sorted(SHM.glob("memfold-tests-*"), key=lambda p: p.stat().st_mtime)
+    for p in old[:-KEEP_FAILED_RUNS] if KEEP_FAILED_RUNS else old:
+        shutil.rmtree(p, ignore_errors=True)
+    config.option.basetemp = tempfile.mkdtemp(prefix="memfold-tests-", dir=SHM)
+    config.stash[_SHM_BASE] = Path(config.option.basetemp)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    base = session.config.stash.get(_SHM_BASE, None)
+    if base is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

