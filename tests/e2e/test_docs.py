@@ -10,6 +10,7 @@ REASON -->`` says why a block is not run (it installs packages, needs a key, dat
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import os
@@ -122,17 +123,24 @@ def _commands() -> list[tuple[str, ...]]:
     return found
 
 
+@functools.cache
+def _help(path: tuple[str, ...]) -> tuple[int, str]:
+    """``memfold PATH --help``: its exit code and text (made once per process: two tests read them)."""
+    res = CliRunner().invoke(app, [*path, "--help"], prog_name="memfold", terminal_width=200)
+    return res.exit_code, res.output
+
+
+@pytest.mark.xdist_group("every-help")
 def test_every_command_help_has_examples_and_a_plain_usage_line():
-    runner = CliRunner()
     missing, bad_usage = [], []
     for path in _commands():
-        res = runner.invoke(app, [*path, "--help"], prog_name="memfold", terminal_width=200)
-        assert res.exit_code == 0, (path, res.output)
+        code, output = _help(path)
+        assert code == 0, (path, output)
         examples = EXAMPLES.get(" ".join(path), ())
-        flat = " ".join(res.output.split())  # rich wraps long lines
-        if "Examples:" not in res.output or not examples or not all(f"$ {e}" in flat for e in examples):
+        flat = " ".join(output.split())  # rich wraps long lines
+        if "Examples:" not in output or not examples or not all(f"$ {e}" in flat for e in examples):
             missing.append(" ".join(path))
-        usage = next(line for line in res.output.splitlines() if "Usage:" in line)
+        usage = next(line for line in output.splitlines() if "Usage:" in line)
         if "{" in usage:
             bad_usage.append(usage.strip())
     assert not missing, f"commands without examples in --help (cli/help_examples.py): {missing}"
@@ -192,6 +200,7 @@ def _python_reference_objects() -> list[object]:
     return objs
 
 
+@pytest.mark.xdist_group("every-help")
 def test_nothing_a_user_reads_cites_internal_history():
     found = []
     for path in [README, *PAGES]:
@@ -209,9 +218,8 @@ def test_nothing_a_user_reads_cites_internal_history():
             if INTERNAL.search(line):
                 found.append(f"{name} (generated): {line.strip()[:120]}")
     # every command's help
-    runner = CliRunner()
     for path in [(), *_commands()]:
-        out = runner.invoke(app, [*path, "--help"], prog_name="memfold", terminal_width=200).output
+        out = _help(path)[1]
         found += [f"memfold {' '.join(path)} --help: {line.strip()}" for line in out.splitlines() if INTERNAL.search(line)]
     # docstrings rendered in the Python reference
     for obj in _python_reference_objects():

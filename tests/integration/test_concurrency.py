@@ -5,6 +5,7 @@ bundled model (~80 ms of CPU per add) would make it a test of the model's speed.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -89,45 +90,76 @@ def test_killed_writer_never_leaves_a_torn_memory_md(root: Path):
 
 # The writer dies by SIGKILL right after its K-th file-system call (open, fsync, rename, link...)
 # once warmed up: the test runs it for every K across more than one whole add, so some run dies at
-# each step of writing MEMORY.md, whatever order of steps the write uses.
+# each step of writing MEMORY.md, whatever order of steps the write uses. Each writer is a process
+# of its own, forked from one that imported memfold once (16 interpreters importing it again cost
+# more than the writes), with its own workspace and its output in files of its own.
 KILLED_WRITER = textwrap.dedent("""
-    import builtins, io, os, signal, sys
+    import builtins, io, json, os, signal, sys
     sys.path.insert(0, sys.argv[3])
     from memfold import Memory
     from tests.support.hash_embedder import HashEmbedder
-    root, kill_at = sys.argv[1], int(sys.argv[2])
-    m = Memory(root=root, embedder=HashEmbedder())
-    for i in range(3):  # warm up: files exist, the model is loaded
-        m.add(f"k {i}: apple river stone cloud", "shared", memory_type="note", importance=0.5)
-        print(i, flush=True)
-    count = 0
-    def hook(real):
-        def call(*a, **kw):
-            global count
-            out = real(*a, **kw)
-            count += 1
-            if count == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return out
-        return call
-    for mod, name in ((os, "open"), (io, "open"), (builtins, "open"), (os, "fdopen"), (os, "fsync"),
-                      (os, "replace"), (os, "rename"), (os, "link"), (os, "unlink")):
-        setattr(mod, name, hook(getattr(mod, name)))
-    for i in range(3, 10):
-        m.add(f"k {i}: violin tiger copper lantern", "shared", memory_type="note", importance=0.5)
-        print(i, flush=True)
+    base, kills = sys.argv[1], [int(k) for k in sys.argv[2].split(",")]
+
+    def writer(root, kill_at):
+        m = Memory(root=root, embedder=HashEmbedder())
+        for i in range(3):  # warm up: files exist, the model is loaded
+            m.add(f"k {i}: apple river stone cloud", "shared", memory_type="note", importance=0.5)
+            print(i, flush=True)
+        count = 0
+        def hook(real):
+            def call(*a, **kw):
+                nonlocal count
+                out = real(*a, **kw)
+                count += 1
+                if count == kill_at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return out
+            return call
+        for mod, name in ((os, "open"), (io, "open"), (builtins, "open"), (os, "fdopen"), (os, "fsync"),
+                          (os, "replace"), (os, "rename"), (os, "link"), (os, "unlink")):
+            setattr(mod, name, hook(getattr(mod, name)))
+        for i in range(3, 10):
+            m.add(f"k {i}: violin tiger copper lantern", "shared", memory_type="note", importance=0.5)
+            print(i, flush=True)
+        print(f"calls {count}", file=sys.stderr, flush=True)  # a writer never killed (K = 0): the calls of 7 adds
+
+    pids = {}
+    for k in kills:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for fd, name in ((1, "out"), (2, "err")):
+                    os.dup2(os.open(f"{base}/ws{k}.{name}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+                writer(f"{base}/ws{k}", k)
+            finally:
+                os._exit(0)
+        pids[k] = pid
+    ends = {}
+    for k, pid in pids.items():
+        _, status = os.waitpid(pid, 0)
+        ends[k] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    print(json.dumps(ends))
 """)
+
+
+KILL_STEPS = 36  # more than the file-system calls of one add (28 when written)
 
 
 def test_writer_killed_at_each_step_of_a_write_keeps_every_acknowledged_add(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
-    procs = {k: subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(tmp_path / f"ws{k}"), str(k),
-                                  str(Path(__file__).parents[2])], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for k in range(1, 17)}
-    for k, p in procs.items():
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == -signal.SIGKILL, (k, err)
+    kills = range(1, KILL_STEPS + 1)
+    run = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(tmp_path), ",".join(map(str, [0, *kills])),
+                          str(Path(__file__).parents[2])], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    ends = {int(k): code for k, code in json.loads(run.stdout).items()}
+    assert sorted(ends) == [0, *kills] and ends[0] == 0, (ends, (tmp_path / "ws0.err").read_text())
+    per_add = int((tmp_path / "ws0.err").read_text().split("calls ")[-1]) / 7
+    assert KILL_STEPS > per_add, f"an add makes {per_add:.0f} calls: KILL_STEPS must cover one whole add"
+    for k in kills:
+        out, err = (tmp_path / f"ws{k}.out").read_text(), (tmp_path / f"ws{k}.err").read_text()
+        assert ends[k] == -signal.SIGKILL, (k, err)
         acked = {int(line) for line in out.split()}
         assert {0, 1, 2} <= acked
         text = (tmp_path / f"ws{k}" / "shared" / "MEMORY.md").read_text()
