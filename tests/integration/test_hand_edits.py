@@ -29,14 +29,7 @@ WORKER = textwrap.dedent("""
     import faulthandler, json, random, sys
     faulthandler.dump_traceback_later(400, exit=True)  # a worker stuck shows where, instead of hanging the test
     from memfold import Memory
-    from memfold.workspace import editsafe
     from tests.support.hash_embedder import HashEmbedder
-
-    # a file cut short counts as complete once unchanged for a second: on a loaded machine the editor
-    # below can be held up that long between its two chunks, and its save would then be taken for
-    # one that deleted the lines of the second half. What a stall means is test_a_half_written_file's
-    # concern; here a cut file is waited for until it is whole.
-    editsafe.SETTLE_QUIET = editsafe.SETTLE_MAX = 300.0
 
     root, worker, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     words = ("apple river stone cloud piano garden rocket violet summer harbor candle forest lemon silver "
