@@ -66,6 +66,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SHM_BASE] = Path(config.option.basetemp)
 
 
+# The longest tests (a minute or more of one worker on a busy machine), longest first, start first, each on the next
+# free worker (--dist loadgroup hands out one test at a time), instead of wherever the order puts
+# them: one of them drawn last kept a single worker busy for minutes after the others had finished.
+LONG = ("integration/test_soak.py::", "e2e/test_http_fuzz.py::",
+        "integration/test_hand_edits.py::test_an_unlocked_editor_and_four_writers_lose_nothing",
+        "integration/test_concurrency.py::", "integration/test_multiproc_bench.py::",
+        "integration/test_postgres_writers.py::", "integration/test_zh_words_bench.py::",
+        "integration/test_edge_errors.py::test_read_only_workspace", "e2e/test_serve_cli.py::test_two_workers",
+        "integration/test_cache.py::test_the_in_process_cache_stays_bounded", "integration/test_eval_cli.py::")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle: the rest stays in its (random) order
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: next((i for i, long in enumerate(LONG) if long in item.nodeid), len(LONG)))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     base = session.config.stash.get(_SHM_BASE, None)
     if base is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
