@@ -50,7 +50,7 @@ _EMBEDDER = UseEmbedder()  # the embedder of the fixtures below
 # third of the suite's time; in memory they cost nothing, and what the tests check (the files'
 # contents, what a killed process leaves behind) is the same. Not when --basetemp names a folder.
 SHM = Path("/dev/shm")
-KEEP_FAILED_RUNS = 2  # the folders of the last failed runs stay for a look; older ones go
+KEEP_FAILED_RUNS = 2  # the folders of the last failed runs that ended stay for a look; older ones go
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -59,10 +59,19 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # a worker of pytest-xdist gets its folder from the main process
     import tempfile
 
-    old = sorted(SHM.glob("memfold-tests-*"), key=lambda p: p.stat().st_mtime)
-    for p in old[:-KEEP_FAILED_RUNS] if KEEP_FAILED_RUNS else old:
+    def running(folder: Path) -> bool:  # named after the run's process: a run still going keeps its folder
+        try:
+            os.kill(int(folder.name.split("-")[2]), 0)
+        except (IndexError, ValueError, ProcessLookupError):
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    ended = sorted((p for p in SHM.glob("memfold-tests-*-*") if not running(p)), key=lambda p: p.stat().st_mtime)
+    for p in ended[:-KEEP_FAILED_RUNS] if KEEP_FAILED_RUNS else ended:
         shutil.rmtree(p, ignore_errors=True)
-    config.option.basetemp = tempfile.mkdtemp(prefix="memfold-tests-", dir=SHM)
+    config.option.basetemp = tempfile.mkdtemp(prefix=f"memfold-tests-{os.getpid()}-", dir=SHM)
     config.stash[_SHM_BASE] = Path(config.option.basetemp)
 
 
