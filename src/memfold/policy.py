@@ -74,7 +74,7 @@ class Policy:
 
 
 # what ``[search] profile = "quality"`` sets (keys given in [memory], policy files or arguments win)
-QUALITY_POLICY: dict[str, Any] = {"e5_weight": 0.3, "word_match_weight": 0.05}
+QUALITY_POLICY: dict[str, Any] = {"e5_weight": 0.5}
 
 # inclusive bounds per key
 BOUNDS: dict[str, tuple[float, float]] = {

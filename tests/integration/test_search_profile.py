@@ -178,9 +178,6 @@ def test_the_profile_names_the_extra_it_needs(root: Path, monkeypatch: pytest.Mo
         Memory(root=root, embedder=_EMBEDDER, background=False)
     r = run_cli(root, "add", "I am allergic to peanuts.", "--user", "u", env={"MEMFOLD_SEARCH__PROFILE": "quality"})
     assert r.returncode != 0 and "pip install 'memfold[e5]'" in r.stderr
-    missing = {"wordllama"}
-    with pytest.raises(ConfigError, match=r"pip install 'memfold\[wordvec\]'"):
-        Memory(root=root, embedder=_EMBEDDER, background=False)
     monkeypatch.setenv("MEMFOLD_SEARCH__PROFILE", "fast")
     with pytest.raises(ConfigError, match="profile.*default, quality.*'fast'"):
         load_settings(root)

@@ -58,8 +58,8 @@ FILTERED_POOL = 1000  # ranked hits a filtered search looks through at most
 
 def second_model(settings: Settings, embedder: Embedder | None = None) -> SecondModel | None:
     """The second embedding model of ``[search] profile = "quality"`` (``embedder``, or the bundled
-    multilingual-e5-small); None for the default profile. A clear error when the profile's optional
-    packages are not installed."""
+    multilingual-e5-small); None for the default profile. A clear error when its optional package is
+    not installed."""
     if settings.search.profile != "quality":
         return None
     if embedder is None:
@@ -69,12 +69,6 @@ def second_model(settings: Settings, embedder: Embedder | None = None) -> Second
             raise ConfigError("[search] profile = 'quality' needs the optional model multilingual-e5-small: "
                               f"{E5_INSTALL}")
         embedder = E5Embedder(batch_size=settings.embedder.batch_size, max_chars=settings.embedder.max_chars)
-    if settings.base_policy().word_match_weight > 0:
-        import importlib.util
-
-        if importlib.util.find_spec("wordllama") is None:
-            raise ConfigError("[search] profile = 'quality' uses the word-vector match (word_match_weight): "
-                              "pip install 'memfold[wordvec]' (or set word_match_weight = 0 in [memory])")
     return SecondModel(embedder)
 
 

@@ -6,8 +6,9 @@ sentence encoder that finds the vector candidates): where the two disagree, thei
 than either (the search guide has the measurements). Its passage vectors are written after each
 add by a background worker (``engine/write/vector_worker.py``), so adding costs nothing more; at
 search time the query gets its vector of the second model and each candidate the keyword and
-vector sides found is scored by the cosine of its stored one, min-max scaled over the candidates
-that have one and mixed in: ``fused' = (1 - w) · fused + w · cosine``. It only reorders the
+vector sides found is scored by the cosine of its stored one, scaled over the candidates that have
+one (from the best down to ``MIN_SPAN`` below it, or the lowest when that is further) and mixed
+in: ``fused' = (1 - w) · fused + w · cosine``. It only reorders the
 candidates (no new ones). A candidate without its vector yet (added a moment ago) keeps its fused
 score: it is scored by the signals it has."""
 
@@ -22,6 +23,10 @@ from ...policy import Policy
 from ...providers.embedder import Embedder, embed_query
 
 Fused = dict[str, tuple[float, float, float]]
+# the scale of the cosines is at least this wide: the model's cosines of a search's candidates often lie
+# within a few hundredths, and min-max scaling alone turned such noise into a full-weight signal
+# (measured on the development sets: the search guide's table)
+MIN_SPAN = 0.1
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ def with_second(fused: Fused, qvec: np.ndarray | None,
     have = {m: c for m in fused if (c := memo[m]) is not None}
     if not have:
         return fused
-    lo, hi = min(have.values()), max(have.values())
+    hi = max(have.values())
+    lo = min(min(have.values()), hi - MIN_SPAN)
     span = hi - lo
     out: Fused = {}
     for m, (f, k, v) in fused.items():
