@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,6 +56,7 @@ class VectorWorker:
         self.delay_s = delay_ms / 1000.0
         self.batch = max(1, batch)
         self.embedded = 0  # rows given their vector by this worker
+        self.embed_seconds = 0.0  # time spent embedding them (``memfold bench`` reports it)
         self._wake = threading.Event()
         self._cond = threading.Condition()
         self._idle_rounds = 0  # drains that ended with no row left
@@ -123,7 +125,9 @@ class VectorWorker:
             rows = self._pending(self.batch)
             if not rows:
                 break
+            t0 = time.perf_counter()
             vectors = self.embedder.embed([rec.embed_text(r) for r in rows])
+            self.embed_seconds += time.perf_counter() - t0
             done = self._store(rows, vectors)
             self.embedded += done
             if done == 0:  # nothing could be stored (another process was faster, or a read-only index)
