@@ -43,23 +43,26 @@ class SecondModel:
         return embed_query(self.embedder, [query])[0]
 
 
-def with_second(fused: Fused, qvec: np.ndarray | None,
+def with_second(fused: Fused, query_vector: Callable[[], np.ndarray] | None,
                 stored: Callable[[list[str]], Mapping[str, np.ndarray]], pol: Policy,
                 memo: dict[str, float | None] | None = None) -> Fused:
-    """``fused`` with each candidate's cosine to ``qvec`` (its stored vector of the second model,
-    ``stored``: id -> vector of the ids that have one) mixed in by ``e5_weight``; unchanged at 0 or
-    without a query vector. ``memo``: cosines already read for this query (the fusion is redone after
-    the keyword feedback); None marks a candidate without a vector."""
+    """``fused`` with each candidate's cosine to the query's vector of the second model
+    (``query_vector``, asked only when a candidate has a stored vector: ``stored``, id -> vector of
+    the ids that have one) mixed in by ``e5_weight``; unchanged at 0 or without ``query_vector``.
+    ``memo``: cosines already read for this query (the fusion is redone after the keyword feedback);
+    None marks a candidate without a vector."""
     w = pol.e5_weight
-    if w <= 0 or qvec is None or not fused:
+    if w <= 0 or query_vector is None or not fused:
         return fused
     memo = {} if memo is None else memo
     todo = [m for m in fused if m not in memo]
     if todo:
         got = stored(todo)
+        qvec = query_vector() if got else None
         for m in todo:
             vec = got.get(m)
-            memo[m] = float(np.dot(vec, qvec)) if vec is not None and vec.shape == qvec.shape else None
+            memo[m] = float(np.dot(vec, qvec)) if vec is not None and qvec is not None and vec.shape == qvec.shape \
+                else None
     have = {m: c for m in fused if (c := memo[m]) is not None}
     if not have:
         return fused

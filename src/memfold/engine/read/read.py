@@ -336,13 +336,20 @@ class Retriever:
 
         soft: dict[str, float] = {}  # word matches of this search's candidates (off at 0: none)
         cos2: dict[str, float | None] = {}  # cosines of the second model (off at 0 or without the profile: none)
-        qvec2 = self.second.query_vector(vquery) if second is not None and self.second is not None else None
+        model2 = self.second if second is not None else None
+        qvec2: list[np.ndarray] = []  # the query's vector of the second model, made when a candidate has one
+
+        def query2() -> np.ndarray:
+            if not qvec2 and model2 is not None:
+                qvec2.append(model2.query_vector(vquery))
+            return qvec2[0]
 
         def stored2(ids: list[str]) -> dict[str, np.ndarray]:
-            return second.second_vectors(user_id, self.second.name, ids) if second and self.second else {}
+            return second.second_vectors(user_id, model2.name, ids) if second and model2 else {}
 
         def signals(fused: dict[str, tuple[float, float, float]]) -> dict[str, tuple[float, float, float]]:
-            return with_second(with_word_match(fused, vquery, rows, pol, soft), qvec2, stored2, pol, cos2)
+            return with_second(with_word_match(fused, vquery, rows, pol, soft), query2 if model2 else None, stored2,
+                               pol, cos2)
 
         fused = signals(fuse(keyword, vector, pol.fusion_keyword_weight))
         if expand and pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side
