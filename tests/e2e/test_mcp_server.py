@@ -188,7 +188,8 @@ def test_stdio_server_tools_files_index_and_isolation(tmp_path: Path, embedder) 
         edited = alice["I like jasmine tea"]
         edits = [h for h in m.history(edited.id, "alice") if h.action == "edit"]
         assert edits and "memory_edit" in json.dumps(edits[-1].detail), [h.to_dict() for h in edits]
-        assert "I like green tea" in m.recent_memories("helper", "alice")  # saved through --agent helper: pinned
+        pinned = m.recent_memories("helper", "alice")  # saved through --agent helper: pinned, as edited since
+        assert "I like jasmine tea" in pinned and "I like green tea" not in pinned
         bob = _file_records(m, "bob")
         assert "我喜欢喝普洱茶" in bob and "用户的女儿叫小美，九月一日开学" in bob and "用户的猫叫咪咪" not in bob
         assert all("jasmine" not in h.record.content for h in m.search("jasmine tea", "bob", record_access=False))

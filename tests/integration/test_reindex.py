@@ -28,7 +28,7 @@ def test_reindex_keeps_access_statistics_and_writes_no_history(mem: Memory, root
 def test_reindex_records_what_changed_in_the_file(mem: Memory, root):
     r = mem.add("I keep my passport in the blue drawer", user_id="alice").added[0]
     path = root / "alice" / "MEMORY.md"
-    mem.index.close()  # another process edits the file while nothing watches it
+    mem.close()  # another process edits the file while nothing watches it
     text = path.read_text(encoding="utf-8").replace("blue drawer", "red suitcase")
     path.write_text(text, encoding="utf-8")
     m2 = Memory(root=root, embedder=mem.embedder)

@@ -175,6 +175,25 @@ def test_forgotten_memories_leave_the_pin_list(mem: Memory) -> None:
     assert "blue notebook" not in _system(mem.build_context("locker", agent_id="a"))
 
 
+def test_pins_follow_hand_edits_and_deletions_of_memory_md(mem: Memory, root: Path) -> None:
+    allergy = mem.add("Remember that I'm allergic to walnuts", agent_id="cook").added[0]
+    mem.add("我每天早上喝一杯绿茶", agent_id="cook")
+    memory_md = root / "default" / "MEMORY.md"
+    memory_md.write_text(memory_md.read_text(encoding="utf-8").replace("walnuts", "hazelnuts"), encoding="utf-8")
+    assert mem.recent_memories("cook") == ["I'm allergic to hazelnuts", "我每天早上喝一杯绿茶"]
+    system = _system(mem.build_context("What snacks should I buy?", agent_id="cook"))
+    assert "hazelnuts" in system and "walnuts" not in system
+    assert system.count("allergic to hazelnuts") == 1  # shown once: the pin, not again as a fact
+    s = mem.session("snacks", agent_id="cook")
+    assert "walnuts" not in _system(s.build_context("Any snack ideas?"))
+    # the bullet deleted by hand: its pin goes with it, the other stays
+    text = memory_md.read_text(encoding="utf-8")
+    memory_md.write_text("\n".join(line for line in text.splitlines() if allergy.id not in line) + "\n",
+                         encoding="utf-8")
+    assert mem.recent_memories("cook") == ["我每天早上喝一杯绿茶"]
+    assert "nuts" not in _system(mem.build_context("What snacks should I buy?", agent_id="cook"))
+
+
 def test_a_resumed_session_keeps_its_agent(mem: Memory) -> None:
     mem.add("Always answer in French", agent_id="writer")
     s = mem.session("w", agent_id="writer")

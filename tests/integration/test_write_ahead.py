@@ -121,7 +121,7 @@ def test_a_row_waiting_for_its_vector_waits_in_a_migrated_copy(tmp_path: Path, p
     assert [r.id for r in mem.index.pending_vectors(10)] == [waiting]
     assert mem.vector_worker is not None
     mem.vector_worker.close(drain=False)  # as a killed process leaves it: the worker never ran
-    mem.index.close()
+    mem.close()  # its worker stopped first: the row stays without a vector
     admin.migrate(load_settings(root), "postgres", pg_dsn)
     pg = load_settings(root, index={"backend": "postgres", "dsn": pg_dsn})
     with Memory(settings=pg, embedder=emb) as copy:

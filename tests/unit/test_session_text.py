@@ -130,3 +130,14 @@ def test_fit_and_budget() -> None:
     long = " ".join(f"Sentence {i} mentions nothing at all." for i in range(60)) + " Bob was born in 1990."
     fitted = s.fit(long)
     assert count_tokens(fitted) <= 50 and "1990" in fitted
+
+
+def test_pin_list_keeps_memory_ids_and_reads_states_without_them() -> None:
+    pins = PinList("a", 3, [("first", "id1"), "second", ("third", "id3"), ("fourth", "id4")])
+    assert pins.items == [("second", None), ("third", "id3"), ("fourth", "id4")]
+    again = PinList.from_state("a", 3, pins.to_state())
+    assert again.items == pins.items
+    old = PinList.from_state("a", 3, {"recent_memories": ["x", "y"]})  # saved before pins kept ids
+    assert old.items == [("x", None), ("y", None)]
+    odd = PinList.from_state("a", 3, {"recent_memories": ["x", "y"], "ids": ["only-one"]})
+    assert odd.items == [("x", None), ("y", None)]

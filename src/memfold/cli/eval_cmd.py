@@ -15,16 +15,16 @@ from rich.table import Table
 
 from .common import Json, err, out, print_json, runtime
 from .eval_qa_cmd import (
-    AGENTIC_HELP,
-    BASELINE_HELP,
-    JUDGE_HELP,
-    JUDGE_MODEL_HELP,
-    KEY_HELP,
-    LLM_HELP,
-    MODEL_HELP,
-    QA_HELP,
-    STEPS_HELP,
-    TIMEOUT_HELP,
+    Agentic,
+    Baseline,
+    JudgeModel,
+    JudgeUrl,
+    KeyEnv,
+    LlmTimeout,
+    LlmUrl,
+    MaxSteps,
+    ModelName,
+    QaFlag,
     qa_options,
     run_qa_cli,
 )
@@ -180,16 +180,9 @@ def eval_locomo(ctx: typer.Context,
                 vector_cache: Optional[Path] = typer.Option(None, "--vector-cache", help=_VC_HELP),
                 limit: Optional[int] = typer.Option(None, "--limit", min=1,
                                                     help="With --qa: only the first N scored questions."),
-                qa: bool = typer.Option(False, "--qa", help=QA_HELP),
-                llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
-                model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
-                judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
-                judge_model: Optional[str] = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
-                api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=KEY_HELP),
-                agentic: bool = typer.Option(False, "--agentic", help=AGENTIC_HELP),
-                max_steps: int = typer.Option(4, "--max-steps", min=1, max=20, help=STEPS_HELP),
-                baseline: Optional[str] = typer.Option(None, "--baseline", help=BASELINE_HELP),
-                llm_timeout: float = typer.Option(60.0, "--llm-timeout", min=1.0, max=600.0, help=TIMEOUT_HELP),
+                qa: QaFlag = False, llm: LlmUrl = None, model: ModelName = None, judge: JudgeUrl = None,
+                judge_model: JudgeModel = None, api_key_env: KeyEnv = "OPENAI_API_KEY", agentic: Agentic = False,
+                max_steps: MaxSteps = 4, baseline: Baseline = None, llm_timeout: LlmTimeout = 60.0,
                 ) -> None:
     """LoCoMo evidence recall: ingest each conversation, ask every question, score the turn ids found.
     With --qa: answer accuracy of categories 1-4 (5, adversarial, left out)."""
@@ -235,16 +228,9 @@ def eval_longmemeval(ctx: typer.Context,
                                                          "per_question list (id, type, gold turns, the ones "
                                                          "missing at each k); in the table, the questions "
                                                          "missed at the largest k."),
-                     qa: bool = typer.Option(False, "--qa", help=QA_HELP),
-                     llm: Optional[str] = typer.Option(None, "--llm", help=LLM_HELP),
-                     model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP),
-                     judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
-                     judge_model: Optional[str] = typer.Option(None, "--judge-model", help=JUDGE_MODEL_HELP),
-                     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help=KEY_HELP),
-                     agentic: bool = typer.Option(False, "--agentic", help=AGENTIC_HELP),
-                     max_steps: int = typer.Option(4, "--max-steps", min=1, max=20, help=STEPS_HELP),
-                     baseline: Optional[str] = typer.Option(None, "--baseline", help=BASELINE_HELP),
-                     llm_timeout: float = typer.Option(60.0, "--llm-timeout", min=1.0, max=600.0, help=TIMEOUT_HELP),
+                     qa: QaFlag = False, llm: LlmUrl = None, model: ModelName = None, judge: JudgeUrl = None,
+                     judge_model: JudgeModel = None, api_key_env: KeyEnv = "OPENAI_API_KEY", agentic: Agentic = False,
+                     max_steps: MaxSteps = 4, baseline: Baseline = None, llm_timeout: LlmTimeout = 60.0,
                      ) -> None:
     """LongMemEval turn-level recall: each question's sessions in their own namespace; recall_all / recall_any.
     With --qa: answer accuracy by question type, abstention questions apart."""

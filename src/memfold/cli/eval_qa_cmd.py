@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -46,16 +47,22 @@ def qa_options(qa: bool, llm: Optional[str], model: Optional[str], judge: Option
     return opts
 
 
-QA_HELP = "Answer accuracy: answer each question from memfold's context with --model at --llm, graded by an LLM judge."
-LLM_HELP = "OpenAI-compatible endpoint that answers (with --qa), e.g. http://localhost:11434/v1."
-MODEL_HELP = "Model that answers (with --qa)."
-JUDGE_HELP = "Endpoint of the judge (default: --llm)."
-JUDGE_MODEL_HELP = "Model of the judge (default: --model)."
-KEY_HELP = "Environment variable holding the endpoints' key."
-AGENTIC_HELP = "The answering model may also call memory_search and memory_read before answering."
-STEPS_HELP = "Agentic: rounds of tool calls before the model must answer (1-20)."
-BASELINE_HELP = "Also answer with the whole conversation in the prompt: full-context."
-TIMEOUT_HELP = "Seconds one LLM call may take."
+# the answer-accuracy options, declared once for every benchmark that has questions to answer
+QaFlag = Annotated[bool, typer.Option("--qa", help="Answer accuracy: answer each question from memfold's context "
+                                                   "with --model at --llm, graded by an LLM judge.")]
+LlmUrl = Annotated[Optional[str], typer.Option("--llm", help="OpenAI-compatible endpoint that answers (with --qa), "
+                                                             "e.g. http://localhost:11434/v1.")]
+ModelName = Annotated[Optional[str], typer.Option("--model", help="Model that answers (with --qa).")]
+JudgeUrl = Annotated[Optional[str], typer.Option("--judge", help="Endpoint of the judge (default: --llm).")]
+JudgeModel = Annotated[Optional[str], typer.Option("--judge-model", help="Model of the judge (default: --model).")]
+KeyEnv = Annotated[str, typer.Option("--api-key-env", help="Environment variable holding the endpoints' key.")]
+Agentic = Annotated[bool, typer.Option("--agentic", help="The answering model may also call memory_search and "
+                                                         "memory_read before answering.")]
+MaxSteps = Annotated[int, typer.Option("--max-steps", min=1, max=20,
+                                       help="Agentic: rounds of tool calls before the model must answer (1-20).")]
+Baseline = Annotated[Optional[str], typer.Option("--baseline", help="Also answer with the whole conversation in the "
+                                                                    "prompt: full-context.")]
+LlmTimeout = Annotated[float, typer.Option("--llm-timeout", min=1.0, max=600.0, help="Seconds one LLM call may take.")]
 
 
 def run_qa_cli(kind: str, path: Path, opts: QAOptions, *, root: Optional[str], limit: Optional[int], infer: bool,

@@ -295,7 +295,7 @@ class Memory:
                                  session_id=session_id, structured_data=structured_data, infer=infer,
                                  source_ids=source_ids, metadata=metadata, dedupe=guard.flag(dedupe, "dedupe"))
         if agent_id and result.added:  # SPEC §4.6: pin what the agent saved (raw turns are not pinned)
-            self.pin_store.append(user_id, agent_id, [r.content for r in result.added if r.file != EPISODIC])
+            self.pin_store.append(user_id, agent_id, [(r.content, r.id) for r in result.added if r.file != EPISODIC])
         if result.forgotten:  # a forget request in the conversation
             self.pin_store.discard(user_id, [r.content for r in result.forgotten])
         if result.added:  # seed 001 §1.6: over long_term_compress_char_threshold, compression starts in the background
@@ -608,8 +608,11 @@ class Memory:
         return self.index.list_state(guard.user(user_id), SESSION_KIND)
 
     def pins(self, agent_id: str, user_id: str = "default") -> PinList:
-        """The pin list of one agent: the last ``max_recent_memories`` memories it saved."""
-        return self.pin_store.get(guard.user(user_id), guard.ident(agent_id, "agent_id"))
+        """The pin list of one agent: the last ``max_recent_memories`` memories it saved, as they are
+        now (a memory edited in MEMORY.md shows its new text; a deleted one is left out)."""
+        user_id, agent_id = guard.user(user_id), guard.ident(agent_id, "agent_id")
+        self._store(user_id).sync(wait=False)  # a hand edit since the last read is seen
+        return self.pin_store.current(user_id, agent_id)
 
     def agents(self, user_id: str = "default") -> list[str]:
         """The agents of the namespace that have a pin list."""
