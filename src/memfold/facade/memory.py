@@ -176,7 +176,7 @@ class Memory:
             space.language = user_language(space.dir, self.settings.language)  # the user's own template's
             st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
             if self.second_worker is not None:
-                st.after_write = self.second_worker.notify
+                st.after_write = self.second_worker.wrote
             pol = self.policy(user_id)
             space.backup_max_age_days = pol.backup_max_age_days
         _tidy(space, pol)  # tries the user lock: outside our own lock (a writer holding it may need ours)
@@ -217,8 +217,10 @@ class Memory:
             chat_close()
         if self.vector_worker is not None:  # write-ahead mode: the rows still waiting get their vectors
             self.vector_worker.close()
-        if self.second_worker is not None:  # the quality profile: embedded for a while, the rest at the next open
-            self.second_worker.close(drain_seconds=CLOSE_DRAIN_S)
+        if self.second_worker is not None:  # the quality profile: what this process wrote is embedded for a
+            # while, the rest (and rows left by others: a short command does not wait for them) at the next open
+            w = self.second_worker
+            w.close(drain=w.written, drain_seconds=CLOSE_DRAIN_S)
         if self.retriever.stage is not None:
             self.retriever.stage.close()
         self.index.close()

@@ -57,6 +57,7 @@ class VectorWorker:
         self.batch = max(1, batch)
         self.embedded = 0  # rows given their vector by this worker
         self.embed_seconds = 0.0  # time spent embedding them (``memfold bench`` reports it)
+        self.written = False  # ``wrote`` was called: rows of this process wait
         self._wake = threading.Event()
         self._cond = threading.Condition()
         self._idle_rounds = 0  # drains that ended with no row left
@@ -68,6 +69,11 @@ class VectorWorker:
 
     def notify(self) -> None:
         """Rows without a vector were written."""
+        self._wake.set()
+
+    def wrote(self) -> None:
+        """This process wrote rows without a vector (``close`` then embeds them before it returns)."""
+        self.written = True
         self._wake.set()
 
     def flush(self, timeout: float = 60.0) -> bool:
