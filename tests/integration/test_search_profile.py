@@ -195,3 +195,13 @@ def test_eval_keeps_the_second_models_vectors_in_the_vector_cache(tmp_path: Path
     keys = [k for (k,) in db.execute("SELECT key FROM vectors")]
     db.close()
     assert sum(k.startswith(f"{MODEL}|384|2000|d|") for k in keys) == len(FACTS)
+
+
+def test_bench_reports_the_background_work_of_the_profile(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    res = run_cli(tmp_path / "ws", "bench", "--n", "40", "--json", "--queries", "3", "--out", str(out),
+                  env={"MEMFOLD_SEARCH__PROFILE": "quality"})
+    assert res.returncode == 0, res.stderr
+    run = json.loads(out.read_text(encoding="utf-8"))["runs"][0]
+    second = run["second_vectors"]
+    assert second["model"] == MODEL and second["rows"] >= 40 and second["embed_seconds"] > 0
