@@ -74,7 +74,7 @@ class Policy:
 
 
 # what ``[search] profile = "quality"`` sets (keys given in [memory], policy files or arguments win)
-QUALITY_POLICY: dict[str, Any] = {"e5_weight": 0.5}
+QUALITY_POLICY: dict[str, Any] = {"e5_weight": 0.4}
 
 # inclusive bounds per key
 BOUNDS: dict[str, tuple[float, float]] = {
