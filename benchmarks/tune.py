@@ -46,6 +46,8 @@ GRID: dict[str, tuple[Any, list[Any]]] = {
     "session_key_weight": (0.0, [0.0, 0.025, 0.05, 0.075, 0.1, 0.2]),
     "query_speaker_mask": (0.0, [0.0, 1.0]),
     "word_match_weight": (0.0, [0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2]),  # needs memfold[wordvec]
+    # the second model's cosine: needs MEMFOLD_SEARCH__PROFILE=quality (its vectors) and memfold[e5]
+    "e5_weight": (0.0, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),
 }
 
 
@@ -78,6 +80,7 @@ def collect(names: Sequence[str], base: dict[str, Any], only: Sequence[str], dat
         t0 = time.perf_counter()
         with eval_memory(None, vector_cache=vector_cache, policy=base) as mem:
             probes = ingest(mem)
+            mem.flush_vectors()  # the quality profile's second vectors, written after the adds
             if clock_now:
                 probes = [replace(p, now=None) for p in probes]
             t1 = time.perf_counter()

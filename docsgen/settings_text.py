@@ -19,6 +19,7 @@ SECTION_INTRO = {
               "endpoint, multi-part and time questions split into sub-queries (see "
               "[Re-ranking and answer accuracy](../answer-accuracy.md)). Off by default; any failure keeps the "
               "search's own order.",
+    "search": "How searches rank (see [Search profiles](../guides/search-profiles.md)).",
     "memory": "The memory policy. Each user can override these keys in `<root>/<user>/policy_overrides.json` "
               "(`memfold policy set`); see [Policy](../concepts/policy.md).",
 }
@@ -153,6 +154,12 @@ MEANINGS = {
     "memory.word_match_weight": "soft word matching through static word vectors, so \"outdoor activities\" meets "
                                 "\"hiking on the trail\" (0 = off; needs `pip install 'memfold[wordvec]'`; the first "
                                 "search loads a 70 MB table)",
+    "memory.e5_weight": "weight of the second model's cosine (multilingual-e5-small) in the fusion of keyword and "
+                        "vector scores; takes effect with `[search] profile = \"quality\"`, which computes those "
+                        "vectors and sets this key (0 = off)",
+    "search.profile": "`default` (BM25 + the bundled sentence vectors: fast) · `quality` (adds multilingual-e5-small "
+                      "passage vectors, written in the background after each add, as a third signal; "
+                      "`pip install 'memfold[e5]'`); see [Search profiles](../guides/search-profiles.md)",
     "memory.session_key_weight": "session keys: segments of 4 turns matched to the query lift their turns "
                                  "(0 = off; measured and left off, see [Benchmarks](../benchmarks.md))",
     "memory.min_score": "relevance floor: a hit needs at least this calibrated relevance (the larger of its scaled "

@@ -29,7 +29,7 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
-from .policy import Policy
+from .policy import QUALITY_POLICY, Policy
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,18 @@ class RerankSettings:
 
 
 @dataclass(frozen=True)
+class SearchSettings:
+    """How searches rank (``engine/read``): ``default``, or ``quality`` (a third relevance signal from a
+    second embedding model, multilingual-e5-small, computed after each add by a background worker;
+    and the word-vector match)."""
+
+    profile: str = "default"  # default | quality
+
+
+PROFILES = ("default", "quality")
+
+
+@dataclass(frozen=True)
 class Settings:
     root: Path
     language: str = "en"  # en | zh: the MEMORY.md template of new workspaces
@@ -146,12 +158,15 @@ class Settings:
     cache: CacheSettings = field(default_factory=CacheSettings)
     maintenance: MaintenanceSettings = field(default_factory=MaintenanceSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
     memory: Mapping[str, Any] = field(default_factory=dict)  # raw policy block, validated by Policy
     # where each [memory] key came from ("<root>/config.json [memory]", "environment variable MEMFOLD_MEMORY__X", …)
     memory_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def base_policy(self) -> Policy:
         pol = Policy()
+        if self.search.profile == "quality":  # the profile's weights; [memory] keys set below win over them
+            pol = pol.merged(QUALITY_POLICY, "[search] profile = 'quality'")
         default = f"{self.root / 'config.toml'} [memory]"
         for key, value in self.memory.items():  # one key at a time, so an error names the key's own source
             pol = pol.merged({key: value}, self.memory_sources.get(key, default))
@@ -159,7 +174,8 @@ class Settings:
 
 
 SECTIONS = {"embedder": EmbedderSettings, "index": IndexSettings, "llm": LLMSettings, "server": ServerSettings,
-            "cache": CacheSettings, "maintenance": MaintenanceSettings, "rerank": RerankSettings}
+            "cache": CacheSettings, "maintenance": MaintenanceSettings, "rerank": RerankSettings,
+            "search": SearchSettings}
 TOP_KEYS = {"language", "memory"} | set(SECTIONS)
 
 
@@ -258,6 +274,7 @@ class _Sources(BaseSettings):
     cache: CacheSettings = CacheSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
     rerank: RerankSettings = RerankSettings()
+    search: SearchSettings = SearchSettings()
     memory: dict[str, Any] = {}
 
     @classmethod
@@ -355,11 +372,20 @@ def load_settings(root: str | os.PathLike[str] | None = None, **overrides: Any) 
         cache=sources.cache,
         maintenance=_maintenance(sources.maintenance, origins["maintenance"]),
         rerank=sources.rerank,
+        search=_search(sources.search, origins["search"]),
         memory=sources.memory,
         memory_sources=origins["memory"],
     )
     settings.base_policy()  # validate now, with the key's name in the error
     return settings
+
+
+def _search(s: SearchSettings, sources: Mapping[str, str]) -> SearchSettings:
+    profile = s.profile.strip().lower()
+    if profile not in PROFILES:
+        raise ConfigError(f"setting 'profile' in {sources.get('profile', 'the settings')} must be one of "
+                          f"{', '.join(PROFILES)}, got {s.profile!r}")
+    return replace(s, profile=profile)
 
 
 def _maintenance(m: MaintenanceSettings, sources: Mapping[str, str]) -> MaintenanceSettings:

@@ -40,6 +40,9 @@ class Policy:
     keyword_feedback_weight: float = 0.3  # feedback for questions, cross-validated (docs/benchmarks.md; was 0.2); 0 = off
     query_speaker_mask: float = 1.0  # > 0: speakers the query names masked on the vector side (rank_speakers.py); cross-validated
     word_match_weight: float = 0.0  # soft word match by static word vectors (rank_wordvec.py, extra [wordvec]); 0 = off
+    # the second embedding model's cosine mixed into the fusion (rank_passages.py); used with [search] profile =
+    # "quality", which computes those vectors (extra [e5]); 0 = off
+    e5_weight: float = 0.0
     session_key_weight: float = 0.0  # session keys (engine/read/rank_sessions.py), measured and left off (docs/benchmarks.md)
     min_score: float = 0.15  # calibrated relevance (engine/read/relevance.py) a search hit needs; 0 = no floor
     backup_keep: int = 20
@@ -70,6 +73,9 @@ class Policy:
         return replace(self, **changes)
 
 
+# what ``[search] profile = "quality"`` sets (keys given in [memory], policy files or arguments win)
+QUALITY_POLICY: dict[str, Any] = {"e5_weight": 0.4}
+
 # inclusive bounds per key
 BOUNDS: dict[str, tuple[float, float]] = {
     "retrieve_limit": (1, 1000),
@@ -99,6 +105,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "query_speaker_mask": (0.0, 1.0),
     "session_key_weight": (0.0, 1.0),
     "word_match_weight": (0.0, 1.0),
+    "e5_weight": (0.0, 1.0),
     "backup_keep": (1, 10_000),
     "backup_max_age_days": (0, 36_500),
     "usage_max_entries": (0, 1_000_000),

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memfold.cache import CachedIndex, LocalCache
@@ -24,12 +25,14 @@ from memfold.index.base import (
     FileRecords,
     HotSet,
     Index,
+    IndexItem,
     PinnedCounter,
     PreparedAnswers,
     QueuedAccess,
     ReadOnlyMode,
     SearchFootprint,
     SearchScope,
+    SecondVectors,
     SharedReads,
     StorageSize,
     TakenCounter,
@@ -51,7 +54,8 @@ PROVIDERS: dict[Any, set[str]] = {
     ChangeCounter: BOTH, AccessStats: BOTH, SearchScope: BOTH, AllFileStates: BOTH, TakenCounter: {"postgres"},
     ExpectedRows: {"postgres"}, SharedReads: {"sqlite"}, FileRecords: {"postgres"}, Transactions: {"sqlite"},
     TermsHeld: BOTH, DocTerms: BOTH, ReadOnlyMode: {"sqlite"}, StorageSize: {"postgres"},
-    SearchFootprint: {"sqlite"}, QueuedAccess: {"postgres"}, TermsVersion: set(), PinnedCounter: set(),
+    SearchFootprint: {"sqlite"}, QueuedAccess: {"postgres"}, TermsVersion: set(), SecondVectors: BOTH,
+    PinnedCounter: set(),
     PreparedAnswers: set(), HotSet: set()}
 CACHE_OWN = {ChangeCounter, SearchScope, PinnedCounter, PreparedAnswers, HotSet}  # the cache provides them itself
 CACHE_USES = {TakenCounter, ExpectedRows}  # the cache uses them and does not offer them
@@ -312,3 +316,40 @@ def test_terms_version(subject: Any, backend: str, wrapped: str) -> None:
         with SqliteSource.open(subject.path) as source:
             held = capability(source, TermsVersion)
             assert held is not None and held.terms_version == TERMS_VERSION
+
+
+def test_second_vectors(subject: Any, backend: str, wrapped: str) -> None:
+    c = has(subject, backend, wrapped, SecondVectors)
+    _load(subject)
+    m, other = "model-b", "model-c"
+    waiting = c.pending_second_vectors(m, 100)
+    assert [r.id for r in waiting] == ["a1", "a2", "d1", "d2", "b1"]  # every active row, oldest first
+    assert [r.id for r in c.pending_second_vectors(m, 2)] == ["a1", "a2"]
+    counter = capability(subject, ChangeCounter)
+    before = counter.change_counter("alice") if counter is not None else None
+    vecs = np.eye(5, 3, dtype=np.float32)
+    assert c.set_second_vectors(m, waiting, vecs) == 5
+    if counter is not None:  # a search answer kept at the old counter is not served again
+        assert counter.change_counter("alice") > before
+    assert c.pending_second_vectors(m, 100) == []
+    assert [r.id for r in c.pending_second_vectors(other, 100)] == ["a1", "a2", "d1", "d2", "b1"]
+    got = c.second_vectors("alice", m, ["a1", "a2", "b1", "nobody"])
+    assert set(got) == {"a1", "a2"}  # scoped by namespace
+    assert np.allclose(got["a2"], vecs[1]) and got["a2"].dtype == np.float32
+    assert c.second_vectors("alice", other, ["a1"]) == {}
+    assert c.set_second_vectors(m, waiting[:1], vecs[1:2]) == 0  # already has one: left alone
+    # new words: the vector goes; a vector of the old words is not taken
+    old_a1 = waiting[0]
+    subject.upsert([item(rec("a1", "Alice prefers black coffee now"), unit(1.0))])
+    assert [r.id for r in c.pending_second_vectors(m, 100)] == ["a1"]
+    assert c.set_second_vectors(m, [old_a1], vecs[:1]) == 0
+    # other changes (access statistics, importance) keep it
+    subject.record_access("alice", ["a2"], T0)
+    subject.upsert([item(rec("a2", "我喜欢喝咖啡，尤其是早上的拿铁").with_(importance=0.9), None)])
+    assert "a2" in c.second_vectors("alice", m, ["a2"])
+    # deleted and archived rows have none and are not waited for
+    subject.delete("alice", ["a2"])
+    subject.upsert([IndexItem(record=rec("d1", "went to the market", file=DAY1, memory_type=MemoryType.EVENT,
+                                         minutes=1).with_(is_active=False))])
+    assert c.second_vectors("alice", m, ["a2"]) == {}
+    assert [r.id for r in c.pending_second_vectors(m, 100)] == ["a1"]

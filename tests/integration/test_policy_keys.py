@@ -43,6 +43,7 @@ TESTED_ELSEWHERE = {
     "usage_max_entries": ("test_usage", "test_the_record_is_bounded_by_count_and_age"),
     "usage_max_age_days": ("test_usage", "test_the_record_is_bounded_by_count_and_age"),
     "word_match_weight": ("test_rank_wordvec", "test_word_match_moves_a_memory_in_other_words_up"),
+    "e5_weight": ("test_search_profile", "test_search_uses_the_second_model"),
     "session_ttl_minutes": ("test_session_end", "test_an_abandoned_session_is_ended_when_another_one_opens"),
 }
 ONLY_SCORE = {"score_weight_similarity": 0.0, "score_weight_time": 0.0, "score_weight_importance": 0.0}

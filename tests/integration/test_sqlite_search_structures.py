@@ -90,7 +90,7 @@ def test_a_schema_1_index_is_migrated_with_its_terms(tmp_path: Path) -> None:
     assert ix.keyword_search("alice", ["shanghai"], 10) == []
     ix.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("3",)  # and on to the current schema
     assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'memories_fts'").fetchone() == (0,)
     db.close()
 

@@ -62,6 +62,7 @@ from ..index.base import (
     ReadOnlyMode,
     SearchFootprint,
     SearchScope,
+    SecondVectors,
     SharedReads,
     StorageSize,
     TakenCounter,
@@ -525,11 +526,24 @@ class _PassQueuedAccess:
         return cast(QueuedAccess, self._index).flush_access()
 
 
+class _PassSecondVectors:
+    _index: Any
+
+    def pending_second_vectors(self, model: str, limit: int) -> list[MemoryRecord]:
+        return cast(SecondVectors, self._index).pending_second_vectors(model, limit)
+
+    def set_second_vectors(self, model: str, records: Sequence[MemoryRecord], vectors: np.ndarray) -> int:
+        return cast(SecondVectors, self._index).set_second_vectors(model, records, vectors)
+
+    def second_vectors(self, user_id: str, model: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return cast(SecondVectors, self._index).second_vectors(user_id, model, ids)
+
+
 PASSED: dict[type, type] = {  # optional capability -> what passes it through
     AccessStats: _PassAccessStats, AllFileStates: _PassAllFileStates, SharedReads: _PassSharedReads,
     FileRecords: _PassFileRecords, Transactions: _PassTransactions, TermsHeld: _PassTermsHeld,
     DocTerms: _PassDocTerms, ReadOnlyMode: _PassReadOnlyMode, StorageSize: _PassStorageSize,
-    SearchFootprint: _PassSearchFootprint, QueuedAccess: _PassQueuedAccess}
+    SearchFootprint: _PassSearchFootprint, QueuedAccess: _PassQueuedAccess, SecondVectors: _PassSecondVectors}
 _CLASSES: dict[tuple[type, ...], type[CachedIndex]] = {}  # at most one per set of the capabilities above
 _CLASSES_LOCK = threading.Lock()
 

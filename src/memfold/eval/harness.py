@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import load_settings
 from ..errors import InvalidInputError
-from ..facade.memory import Memory
+from ..facade.memory import Memory, second_model
 from ..models import MemoryRecord
 from ..providers.embedder import Embedder, embed_query, make_embedder
 from ..text.terms import terms
@@ -100,15 +100,26 @@ def eval_memory(root: str | Path | None, *, embedder: Embedder | None = None,
     """A ``Memory`` in a fresh temporary workspace (removed afterwards), or in ``root`` when given;
     with ``vector_cache`` (a folder) the vectors are kept on disk across runs (``vector_cache.py``)."""
     tmp = None if root else tempfile.mkdtemp(prefix="memfold-eval-")
-    cached: CachedEmbedder | None = None
+    caches: list[CachedEmbedder] = []
     try:
-        inner = embedder or make_embedder(load_settings(root or tmp).embedder)
+        settings = load_settings(root or tmp)
+        inner = embedder or make_embedder(settings.embedder)
+        second = second_model(settings)  # [search] profile = "quality": its second model, cached the same way
         if vector_cache is not None:
-            inner = cached = CachedEmbedder(inner, vector_cache)
-        with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy, background=False) as mem:
+            inner = CachedEmbedder(inner, vector_cache)
+            caches.append(inner)
+        second_embedder = None
+        if second is not None:
+            second_embedder = second.embedder
+            if vector_cache is not None:
+                second_embedder = CachedEmbedder(second_embedder, vector_cache)
+                caches.append(second_embedder)
+            second_embedder = QueryCachingEmbedder(second_embedder)
+        with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy, background=False,
+                    second_embedder=second_embedder) as mem:
             yield mem
     finally:
-        if cached is not None:
+        for cached in caches:
             cached.close()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -161,7 +172,9 @@ def existing_file(path: str | Path, what: str, example: str) -> Path:
 
 def ask_all(mem: Memory, probes: Sequence["Probe"], results: dict[str, list[QuestionResult]], ks: Sequence[int],
             progress: "Progress", label: str = "asking questions") -> None:
-    """Every probe asked by every method of ``results`` (their lists are appended to)."""
+    """Every probe asked by every method of ``results`` (their lists are appended to), once the
+    vectors computed after the adds are stored (``Memory.flush_vectors``)."""
+    mem.flush_vectors()
     progress.start(label, len(probes) * len(results))
     for p in probes:
         for method, bucket in results.items():

@@ -320,6 +320,7 @@ def run_qa(kind: str, path: str | Path, answer_chat: ChatModel, judge_chat: Chat
             for s in sessions:
                 mem.add(s, ns, infer=infer)
                 progress.advance(len(s))
+        mem.flush_vectors()  # the vectors computed after the adds (the quality profile's second vectors)
         ingest_seconds = clock.seconds()
         histories = {ns: history(ss) for ns, ss in plan} if baselines else {}
         count_many(["load the token counter"])  # once per process (seconds), not in the first question's time

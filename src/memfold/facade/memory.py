@@ -17,6 +17,7 @@ from ..engine.conversation.session import DEFAULT_AGENT, Session, check_language
 from ..engine.conversation.session import STATE_KIND as SESSION_KIND
 from ..engine.conversation.session_end import SessionEnds
 from ..engine.read import usage
+from ..engine.read.rank_second import SecondModel
 from ..engine.read.read import Retriever, collapse_turn_copies
 from ..engine.read.turns import one_fact_once
 from ..engine.storage import guard
@@ -28,7 +29,7 @@ from ..engine.storage.store import Namespace, UserStore, daily_file
 from ..engine.storage.user_language import user_language
 from ..engine.write import text_edit
 from ..engine.write.edit import Editor
-from ..engine.write.vector_worker import start_for
+from ..engine.write.vector_worker import CLOSE_DRAIN_S, start_for, start_second
 from ..engine.write.write import WritePath
 from ..errors import ArgumentError, ConfigError, InvalidInputError, NotFoundError, ReadOnlyWorkspaceError
 from ..index.base import HotSet, Index, capability, open_index
@@ -55,6 +56,22 @@ DEFAULT_USER = "default"
 FILTERED_POOL = 1000  # ranked hits a filtered search looks through at most
 
 
+def second_model(settings: Settings, embedder: Embedder | None = None) -> SecondModel | None:
+    """The second embedding model of ``[search] profile = "quality"`` (``embedder``, or the bundled
+    multilingual-e5-small); None for the default profile. A clear error when its optional package is
+    not installed."""
+    if settings.search.profile != "quality":
+        return None
+    if embedder is None:
+        from ..providers.embedder import E5_INSTALL, E5Embedder, e5_available
+
+        if not e5_available():
+            raise ConfigError("[search] profile = 'quality' needs the optional model multilingual-e5-small: "
+                              f"{E5_INSTALL}")
+        embedder = E5Embedder(batch_size=settings.embedder.batch_size, max_chars=settings.embedder.max_chars)
+    return SecondModel(embedder)
+
+
 def _one_of(call: str, name: str, value: Any, alias: str, other: Any) -> Any:
     """The value of an argument that has two names (``content`` / ``data``): one of them, not both."""
     if other is None:
@@ -74,23 +91,29 @@ class Memory:
 
     def __init__(self, root: str | Path | None = None, *, settings: Settings | None = None,
                  embedder: Embedder | None = None, index: Index | None = None,
-                 policy: dict[str, Any] | None = None, language: str | None = None, background: bool = True):
+                 policy: dict[str, Any] | None = None, language: str | None = None, background: bool = True,
+                 second_embedder: Embedder | None = None):
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
         stage = make_stage(self.settings)  # the opt-in [rerank] stage of searches (None: off)
+        second = second_model(self.settings, second_embedder)  # [search] profile = "quality"; None: off
         self.embedder = embedder or make_embedder(self.settings.embedder)
         self.index = cached(index or open_index(self.settings, self.embedder.dim, self.embedder.name),
                             self.settings.cache)  # the hot cache in front of the index ([cache])
         self.embedder = cached_queries(self.embedder, self.index)  # query vectors from the same cache
+        if second is not None:
+            second = SecondModel(cached_queries(second.embedder, self.index))
         self._policy_args = policy or {}
         self._base_policy = self.settings.base_policy()
         self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy, PolicyFiles]] = {}
         self._stores: dict[str, UserStore] = {}
         self._lock = threading.RLock()
-        self.retriever = Retriever(self._store, self.policy, stage)
+        self.retriever = Retriever(self._store, self.policy, stage, second)
         self.editor = Editor(self._store, self.retriever, self.embedder, lambda: self.pin_store)
         ix = self.settings.index
         self.vector_worker = start_for(self.index, self.embedder, ix.write_ahead, ix.write_ahead_delay_ms)
+        # the quality profile's second vectors: written after each add, the rows left without one caught up now
+        self.second_worker = start_second(self.index, second.embedder, ix.write_ahead_delay_ms) if second else None
         self.writer = WritePath(self._store, self.policy, llm=self.settings.llm, forget=self.editor.finder,
                                 vectors_later=self.vector_worker.notify if ix.write_ahead and self.vector_worker
                                 else None)
@@ -152,6 +175,8 @@ class Memory:
             space = self.workspace.user(user_id)
             space.language = user_language(space.dir, self.settings.language)  # the user's own template's
             st = self._stores[user_id] = UserStore(space, self.index, self.embedder, self.policy(user_id).backup_keep)
+            if self.second_worker is not None:
+                st.after_write = self.second_worker.wrote
             pol = self.policy(user_id)
             space.backup_max_age_days = pol.backup_max_age_days
         _tidy(space, pol)  # tries the user lock: outside our own lock (a writer holding it may need ours)
@@ -192,9 +217,23 @@ class Memory:
             chat_close()
         if self.vector_worker is not None:  # write-ahead mode: the rows still waiting get their vectors
             self.vector_worker.close()
+        if self.second_worker is not None:  # the quality profile: what this process wrote is embedded for a
+            # while, the rest (and rows left by others: a short command does not wait for them) at the next open
+            w = self.second_worker
+            w.close(drain=w.written, drain_seconds=CLOSE_DRAIN_S)
         if self.retriever.stage is not None:
             self.retriever.stage.close()
         self.index.close()
+
+    def flush_vectors(self, timeout: float = 600.0) -> bool:
+        """Wait until every row written so far has the vectors computed after its add: its vector in
+        write-ahead mode, its second vector with ``[search] profile = "quality"``. True when they
+        all have them (also when nothing computes any), False after ``timeout`` seconds."""
+        done = True
+        for worker in (self.vector_worker, self.second_worker):
+            if worker is not None:
+                done = worker.flush(timeout=timeout) and done
+        return done
 
     @property
     def closed(self) -> bool:

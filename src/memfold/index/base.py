@@ -399,6 +399,26 @@ class TermsVersion(Protocol):
     def terms_version(self) -> int: ...
 
 
+@runtime_checkable
+class SecondVectors(Protocol):
+    """Optional. A second vector per active row, of another embedding model (``model``: its name),
+    written after the row by a background worker (``[search] profile = "quality"``:
+    ``engine/write/vector_worker.py``) and read for the candidates of a search. A row's second
+    vector goes when its text (content or context) changes or the row is deleted, so it always
+    belongs to the words stored. SqliteIndex, PostgresIndex, CachedIndex (passed through)."""
+
+    def pending_second_vectors(self, model: str, limit: int) -> list[MemoryRecord]:
+        """Up to ``limit`` active rows of any namespace without a second vector of ``model``, oldest first."""
+        ...
+    def set_second_vectors(self, model: str, records: Sequence[MemoryRecord], vectors: np.ndarray) -> int:
+        """Store the vectors of ``model`` for rows whose text is still the records' (a row deleted or
+        changed since is left alone); returns how many rows got theirs."""
+        ...
+    def second_vectors(self, user_id: str, model: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """id -> the stored vector of ``model`` of those rows of ``ids`` in the namespace that have one."""
+        ...
+
+
 # ---- optional: offered by the hot cache (cache/index.py) -----------------------------------
 @runtime_checkable
 class PinnedCounter(Protocol):
@@ -433,7 +453,8 @@ class HotSet(Protocol):
 
 OPTIONAL: tuple[type, ...] = (ChangeCounter, AccessStats, SearchScope, AllFileStates, TakenCounter, ExpectedRows,
                               SharedReads, FileRecords, Transactions, TermsHeld, DocTerms, ReadOnlyMode, StorageSize,
-                              SearchFootprint, QueuedAccess, TermsVersion, PinnedCounter, PreparedAnswers, HotSet)
+                              SearchFootprint, QueuedAccess, TermsVersion, SecondVectors, PinnedCounter,
+                              PreparedAnswers, HotSet)
 
 T = TypeVar("T")
 

@@ -265,6 +265,27 @@ def _v7(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
     ]
 
 
+def _v8(dim: int, hnsw: tuple[int, int] = (16, 64)) -> list[str]:
+    """Second vectors (``[search] profile = "quality"``: a second embedding model's vector of each
+    active row, ``pg_second.py``), deleted by row triggers when their row is deleted or its words
+    change. No foreign key: its check would lock the memory row (see ``_v6``). The trigger function
+    keeps the search_path it was made with, so it finds the table whatever the session's path."""
+    return [
+        """CREATE TABLE IF NOT EXISTS memory_second_vectors (
+            id TEXT PRIMARY KEY, user_id TEXT NOT NULL, model TEXT NOT NULL, embedding vector NOT NULL)""",
+        "CREATE OR REPLACE FUNCTION memfold_second_vector_gone() RETURNS trigger LANGUAGE plpgsql "
+        "SET search_path FROM CURRENT AS $$ BEGIN DELETE FROM memory_second_vectors WHERE id = OLD.id; "
+        "RETURN NULL; END $$",
+        "DROP TRIGGER IF EXISTS memfold_second_vector_deleted ON user_memories",
+        "CREATE TRIGGER memfold_second_vector_deleted AFTER DELETE ON user_memories FOR EACH ROW "
+        "EXECUTE FUNCTION memfold_second_vector_gone()",
+        "DROP TRIGGER IF EXISTS memfold_second_vector_stale ON user_memories",
+        "CREATE TRIGGER memfold_second_vector_stale AFTER UPDATE OF content, context ON user_memories FOR EACH ROW "
+        "WHEN (OLD.content IS DISTINCT FROM NEW.content OR OLD.context IS DISTINCT FROM NEW.context) "
+        "EXECUTE FUNCTION memfold_second_vector_gone()",
+    ]
+
+
 # version -> (description, statements for a given vector dimension). Append, never edit.
 MIGRATIONS: dict[int, tuple[str, Any]] = {
     1: ("memories, relations, history, file states, state store, access log; HNSW + GIN indexes", _v1),
@@ -274,6 +295,7 @@ MIGRATIONS: dict[int, tuple[str, Any]] = {
     5: ("change counters and tombstones for in-process keyword search; vectors may follow their row", _v5),
     6: ("access statistics beside the rows, read through the memory_rows view", _v6),
     7: ("the usage record: queries, times and the ids they returned", _v7),
+    8: ("second vectors of another embedding model, deleted with their row or its words", _v8),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

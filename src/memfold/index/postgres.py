@@ -31,6 +31,7 @@ from .pg_rows_mixin import _COL_LIST, _COLS, PgPurgeAndRows
 from .pg_schema import connect, describe, driver, ensure_schema
 from .pg_scope import PgSearchScope
 from .pg_search import PgKeywords, PgVectors, bump, tombstone
+from .pg_second import PgSecondVectors
 from .rows import history_from_row, record_from_row
 
 log = logging.getLogger("memfold.index")
@@ -50,7 +51,7 @@ def _terms_list(terms: str) -> list[str]:
     return terms.split()
 
 
-class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
+class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess, PgSecondVectors):
     """``Index`` over one PostgreSQL database (tables in the connection's ``search_path``).
 
     Thread-safe: each call borrows a connection of the pool; many processes may share the database."""
@@ -452,7 +453,7 @@ class PostgresIndex(PgSearchScope, PgPurgeAndRows, PgAccess):
             cur.execute("SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(%s::text[]) t",
                         (["user_memories", "memory_relations", "memory_history", "memory_files", "memory_state",
                           "memory_access_log", "memory_usage_log", "memory_access", "memory_seq", "memory_tombstones",
-                          "memfold_meta", "memfold_schema_version"],))
+                          "memory_second_vectors", "memfold_meta", "memfold_schema_version"],))
             return int(cur.fetchone()[0])
 
     def close(self) -> None:

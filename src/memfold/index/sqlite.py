@@ -28,8 +28,9 @@ from .record_cache import RecordCache
 from .rows import RECORD_FIELDS, history_from_row, record_from_row
 from .sqlite_cache import SqliteCacheReads
 from .sqlite_rows import SqlitePurge, SqliteRowReads
-from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate_v1
+from .sqlite_schema import SCHEMA, SCHEMA_VERSION, migrate
 from .sqlite_search import SearchStructures, SqliteTermReads
+from .sqlite_second import SqliteSecondVectors
 from .sqlite_tx import SqliteTransactions, _read_only, _reason
 from .sqlite_upsert import JSON_TEXT, upsert_rows
 from .vectors import EXACT_MAX
@@ -37,7 +38,7 @@ from .vectors import EXACT_MAX
 _COLS = ", ".join(RECORD_FIELDS)  # SQLite's column names are MemoryRecord's fields
 
 
-class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads):
+class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads, SqliteSecondVectors):
     """``Index`` over one SQLite file. Thread-safe; several processes may share the file (WAL)."""
 
     read_only = False  # True: opened on a workspace this process may not write (``ReadOnlyMode``)
@@ -74,7 +75,7 @@ class SqliteIndex(SqliteRowReads, SqlitePurge, SqliteCacheReads, SqliteTermReads
                     raise MemoryIndexError(f"index {self.path} has schema {version[0]}, newer than this memfold "
                                            f"({SCHEMA_VERSION}); upgrade memfold")
                 if version is not None and int(version[0]) < SCHEMA_VERSION:
-                    migrate_v1(self._db)  # whatever the embedder: a rebuild for another one reads schema 2
+                    migrate(self._db)  # whatever the embedder: a rebuild for another one reads this schema
             with FileLock(self.path.with_name(self.path.name + ".init.lock")), self._tx():
                 self._check_meta(embedder_name)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (uuid.uuid4().hex,))

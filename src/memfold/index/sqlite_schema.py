@@ -2,9 +2,12 @@
 
 Version 2 keeps each row's keyword terms in ``memories.terms`` (NULL: not keyword-searchable)
 and searches them in process (``keywords.KeywordIndex``); version 1 kept them in an FTS5 table,
-which ``migrate_v1`` folds back into the column."""
+which ``migrate`` folds back into the column. Version 3 adds ``second_vectors``: a row's vector
+of a second embedding model (``SecondVectors``, ``[search] profile = "quality"``), deleted by
+triggers when the row is deleted or its words change; an index of version 2 gets the empty table
+and its rows get their vectors from the next ``Memory`` with that profile."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memories (
@@ -55,12 +58,20 @@ CREATE TABLE IF NOT EXISTS usage_log (
     n INTEGER PRIMARY KEY, user_id TEXT NOT NULL, at TEXT NOT NULL, query TEXT NOT NULL, ids TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS usage_log_user ON usage_log (user_id, n);
 CREATE INDEX IF NOT EXISTS usage_log_user_at ON usage_log (user_id, at);
+CREATE TABLE IF NOT EXISTS second_vectors (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS second_vectors_deleted AFTER DELETE ON memories
+    BEGIN DELETE FROM second_vectors WHERE id = OLD.id; END;
+CREATE TRIGGER IF NOT EXISTS second_vectors_stale AFTER UPDATE OF content, context ON memories
+    WHEN NEW.content IS NOT OLD.content OR NEW.context IS NOT OLD.context
+    BEGIN DELETE FROM second_vectors WHERE id = OLD.id; END;
 """
 
 
-def migrate_v1(db) -> None:  # type: ignore[no-untyped-def]
-    """An index written by schema 1: move the FTS5 terms into ``memories.terms`` (in the caller's
-    transaction), then drop the FTS5 table."""
+def migrate(db) -> None:  # type: ignore[no-untyped-def]
+    """An index written by an older schema, brought up to this one in the caller's transaction (after
+    ``SCHEMA`` created the tables it lacked): schema 1's FTS5 terms move into ``memories.terms`` and
+    the FTS5 table goes."""
     cols = {r[1] for r in db.execute("PRAGMA table_info(memories)")}
     if "terms" not in cols:
         db.execute("ALTER TABLE memories ADD COLUMN terms TEXT")

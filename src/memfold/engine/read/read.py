@@ -21,7 +21,7 @@ import numpy as np
 
 from ...cache.answers import Prepared
 from ...errors import IndexError_
-from ...index.base import FileRecords, PinnedCounter, PreparedAnswers, SharedReads, capability
+from ...index.base import FileRecords, PinnedCounter, PreparedAnswers, SecondVectors, SharedReads, capability
 from ...index.record_cache import own_copy
 from ...index.rows import with_access
 from ...limits import query_tail
@@ -36,6 +36,7 @@ from ..storage.store import UserStore
 from .rank_cues import cue_bonus, query_cues
 from .rank_keywords import with_feedback
 from .rank_neighbours import NEIGHBOUR_WEIGHT, own_words_first, turn_relevance
+from .rank_second import SecondModel, needed, with_second
 from .rank_sessions import session_lift
 from .rank_speakers import may_name_someone, vector_side_query
 from .rank_wordvec import with_word_match
@@ -250,10 +251,12 @@ def archived_candidates(store: UserStore, user_id: str, qterms: list[str], qvec:
 
 
 class Retriever:
-    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], stage: Any = None):
+    def __init__(self, store: Callable[[str], UserStore], policy: Callable[[str], Policy], stage: Any = None,
+                 second: SecondModel | None = None):
         self._store = store
         self._policy = policy
         self.stage = stage  # the opt-in quality stage ([rerank]: rerank/stage.py); None: hits as ranked
+        self.second = second  # the second model of [search] profile = "quality" (rank_second.py); None: off
 
     def search(self, query: str, user_id: str, *, limit: int | None = None, memory_type: str | None = None,
                record_access: bool = True, include_episodic: bool = True, now: datetime | None = None,
@@ -319,6 +322,7 @@ class Retriever:
                 vquery = vector_side_query(query, set(qterms), early, pol)
                 qvec = query_vector(store.embedder, vquery, pol.query_last_line_weight)
                 vector = store.index.vector_search(user_id, qvec, want)
+        second = capability(store.index, SecondVectors) if needed(self.second, pol) else None
         if prep is not None:
             return self._rescored(store, user_id, prep, stats, k, pol, now or utcnow(), collapse_copies, record_access,
                                   pool)
@@ -331,10 +335,26 @@ class Retriever:
             return records
 
         soft: dict[str, float] = {}  # word matches of this search's candidates (off at 0: none)
-        fused = with_word_match(fuse(keyword, vector, pol.fusion_keyword_weight), vquery, rows, pol, soft)
+        cos2: dict[str, float | None] = {}  # cosines of the second model (off at 0 or without the profile: none)
+        model2 = self.second if second is not None else None
+        qvec2: list[np.ndarray] = []  # the query's vector of the second model, made when a candidate has one
+
+        def query2() -> np.ndarray:
+            if not qvec2 and model2 is not None:
+                qvec2.append(model2.query_vector(vquery))
+            return qvec2[0]
+
+        def stored2(ids: list[str]) -> dict[str, np.ndarray]:
+            return second.second_vectors(user_id, model2.name, ids) if second and model2 else {}
+
+        def signals(fused: dict[str, tuple[float, float, float]]) -> dict[str, tuple[float, float, float]]:
+            return with_second(with_word_match(fused, vquery, rows, pol, soft), query2 if model2 else None, stored2,
+                               pol, cos2)
+
+        fused = signals(fuse(keyword, vector, pol.fusion_keyword_weight))
         if expand and pol.keyword_feedback_weight > 0:  # pseudo-relevance feedback on the keyword side
-            fused = with_word_match(fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol),
-                                         vector, pol.fusion_keyword_weight), vquery, rows, pol, soft)
+            fused = signals(fuse(with_feedback(store, user_id, query, qterms, keyword, fused, want, pol),
+                                 vector, pol.fusion_keyword_weight))
         fused = session_lift(store, user_id, qterms, qvec, fused, vector, pol)  # off at 0: unchanged
         cosines = dict(vector)
         cos_floor = min(cosines.values(), default=0.0)  # a keyword-only candidate's cosine is at most this

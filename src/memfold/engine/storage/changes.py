@@ -110,6 +110,7 @@ def _write_index(store: Namespace, changes: Changes, vectors, job: str) -> None:
     user, now = store.user_id, utcnow()
     if changes.add:
         store.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(changes.add)])
+        store.wrote_rows()
     replaced: dict[str, list[str]] = {}
     for a in changes.archive:
         if a.superseded_by:

@@ -52,6 +52,8 @@ class Namespace(Protocol):
     def commit(self, changes: Mapping[str, Callable[[str], str | None]], write_index: Callable[[], None], *,
                prepare: Callable[[], None] | None = None) -> None: ...
 
+    def wrote_rows(self) -> None: ...
+
 
 class UserStore:
     def __init__(self, space: UserSpace, index: Index, embedder: Embedder, backup_keep: int):
@@ -63,6 +65,13 @@ class UserStore:
         self._guards: dict[str, GuardedFile] = {}
         # during reindex: the file-backed rows as they were before the rebuild, and their content hashes
         self._prior: tuple[dict[str, MemoryRecord], dict[str, str]] | None = None
+        # called after rows with new words were written (the second-vector worker of the quality profile)
+        self.after_write: Callable[[], None] | None = None
+
+    def wrote_rows(self) -> None:
+        """Rows with new words are in the index: wake whoever computes more of them (``after_write``)."""
+        if self.after_write is not None:
+            self.after_write()
 
     # ---- reconciliation ----------------------------------------------------------------
     def sync(self, force: bool = False, *, wait: bool = True) -> int:
@@ -230,10 +239,11 @@ class UserStore:
         memo = TermsMemo()  # a turn's context quotes the turn before: its terms are made once
         if later:  # write-ahead mode: the vector worker gives the rows their vectors
             self.index.upsert([replace(rec.item(r, None, memo), vector_later=True) for r in records])
-            return
-        if vectors is None:
-            vectors = self.embedder.embed([rec.embed_text(r) for r in records])
-        self.index.upsert([rec.item(r, vectors[i], memo) for i, r in enumerate(records)])
+        else:
+            if vectors is None:
+                vectors = self.embedder.embed([rec.embed_text(r) for r in records])
+            self.index.upsert([rec.item(r, vectors[i], memo) for i, r in enumerate(records)])
+        self.wrote_rows()
 
     # ---- writes ---------------------------------------------------------------------
     def append(self, records: Sequence[MemoryRecord], vectors, history: Sequence[HistoryEntry],  # type: ignore[no-untyped-def]
@@ -342,6 +352,8 @@ class UserStore:
                 vec = None if new.content == record.content and new.context == record.context else \
                     self.embedder.embed([rec.embed_text(new)])[0]
                 self.index.upsert([rec.item(new, vec)])
+                if vec is not None:
+                    self.wrote_rows()
                 self.index.append_history([HistoryEntry(record.id, self.user_id, action, utcnow(), record.content,
                                                         new.content, detail)])
                 if new.content != record.content:
@@ -404,6 +416,7 @@ class UserStore:
         if changed:
             vectors = self.embedder.embed([rec.embed_text(r) for r in changed])
             self.index.upsert([rec.item(r, vectors[i]) for i, r in enumerate(changed)])
+            self.wrote_rows()
         return len(changed)
 
     def archive(self, record: MemoryRecord, superseded_by: str | None, detail: dict) -> MemoryRecord:
