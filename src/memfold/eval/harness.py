@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import load_settings
 from ..errors import InvalidInputError
-from ..facade.memory import Memory, second_model
+from ..facade.memory import Memory, quality_embedder
 from ..models import MemoryRecord
 from ..providers.embedder import Embedder, embed_query, make_embedder
 from ..text.terms import terms
@@ -104,17 +104,14 @@ def eval_memory(root: str | Path | None, *, embedder: Embedder | None = None,
     try:
         settings = load_settings(root or tmp)
         inner = embedder or make_embedder(settings.embedder)
-        second = second_model(settings)  # [search] profile = "quality": its second model, cached the same way
+        second = quality_embedder(settings)  # [search] profile = "quality": its second model, cached the same way
         if vector_cache is not None:
             inner = CachedEmbedder(inner, vector_cache)
             caches.append(inner)
-        second_embedder = None
-        if second is not None:
-            second_embedder = second.embedder
-            if vector_cache is not None:
-                second_embedder = CachedEmbedder(second_embedder, vector_cache)
-                caches.append(second_embedder)
-            second_embedder = QueryCachingEmbedder(second_embedder)
+        if second is not None and vector_cache is not None:
+            second = CachedEmbedder(second, vector_cache)
+            caches.append(second)
+        second_embedder = QueryCachingEmbedder(second) if second is not None else None
         with Memory(root=root or tmp, embedder=QueryCachingEmbedder(inner), policy=policy, background=False,
                     second_embedder=second_embedder) as mem:
             yield mem

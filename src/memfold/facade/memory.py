@@ -56,7 +56,7 @@ DEFAULT_USER = "default"
 FILTERED_POOL = 1000  # ranked hits a filtered search looks through at most
 
 
-def second_model(settings: Settings, embedder: Embedder | None = None) -> SecondModel | None:
+def quality_embedder(settings: Settings, embedder: Embedder | None = None) -> Embedder | None:
     """The second embedding model of ``[search] profile = "quality"`` (``embedder``, or the bundled
     multilingual-e5-small); None for the default profile. A clear error when its optional package is
     not installed."""
@@ -69,7 +69,7 @@ def second_model(settings: Settings, embedder: Embedder | None = None) -> Second
             raise ConfigError("[search] profile = 'quality' needs the optional model multilingual-e5-small: "
                               f"{E5_INSTALL}")
         embedder = E5Embedder(batch_size=settings.embedder.batch_size, max_chars=settings.embedder.max_chars)
-    return SecondModel(embedder)
+    return embedder
 
 
 def _one_of(call: str, name: str, value: Any, alias: str, other: Any) -> Any:
@@ -96,13 +96,12 @@ class Memory:
         self.settings = settings or load_settings(root, **({"language": language} if language else {}))
         self.workspace = Workspace(self.settings.root, self.settings.language)
         stage = make_stage(self.settings)  # the opt-in [rerank] stage of searches (None: off)
-        second = second_model(self.settings, second_embedder)  # [search] profile = "quality"; None: off
+        second_emb = quality_embedder(self.settings, second_embedder)  # [search] profile = "quality"; None: off
         self.embedder = embedder or make_embedder(self.settings.embedder)
         self.index = cached(index or open_index(self.settings, self.embedder.dim, self.embedder.name),
                             self.settings.cache)  # the hot cache in front of the index ([cache])
         self.embedder = cached_queries(self.embedder, self.index)  # query vectors from the same cache
-        if second is not None:
-            second = SecondModel(cached_queries(second.embedder, self.index))
+        second = SecondModel(cached_queries(second_emb, self.index)) if second_emb is not None else None
         self._policy_args = policy or {}
         self._base_policy = self.settings.base_policy()
         self._policies: dict[str, tuple[tuple[int, int, int] | None, Policy, PolicyFiles]] = {}
