@@ -175,9 +175,11 @@ def test_soak_mixed_calls_from_threads_stay_bounded(root, embedder, small_thresh
         # into a near-duplicate (and so leave one row fewer) varies from run to run
         assert abs(live_1[u] - live_2[u]) <= BASE_ROWS // 5, (live_1, live_2)
     # the same data after 640 more calls: the process holds no more than before. The search
-    # structures grow by doubling their capacity, so they may be up to twice their used size (checked
-    # against the data by _check_structures); everything else must be flat.
-    assert size_2["search structures"] <= 2 * size_1["search structures"] + 64 * 1024, (size_1, size_2)
+    # structures grow by doubling their capacity and keep deleted rows until they are as many as the
+    # live ones, so each may be up to four times its live data (both checked against the data by
+    # _check_structures): one half may end just after a compaction and the other just before one;
+    # everything else must be flat.
+    assert size_2["search structures"] <= 4 * size_1["search structures"] + 64 * 1024, (size_1, size_2)
     assert size_2["sessions"] <= 1.1 * size_1["sessions"] + 16 * 1024, (size_1, size_2)
     # (5 %: a leak of ~120 bytes per search shows within the ~170 searches of a half)
     assert size_2["rest of the Memory"] <= 1.05 * size_1["rest of the Memory"] + 8 * 1024, (size_1, size_2)
